@@ -1,0 +1,318 @@
+//! The op table: every PIR op (spec sections 7–9) declared once, as data.
+//!
+//! The parser looks ops up here by name, the printer prints attributes in the
+//! order declared here and omits those equal to their default, and the
+//! verifier checks operand counts, operand dtype classes, attribute kinds and
+//! applies the result-type rule named here. Adding an elementwise op is one
+//! line in [`ops!`] below (plus its arithmetic in the interpreter).
+
+use crate::attr::{self, attr, req, AttrDef, AttrDefault as D, AttrKind as K};
+use crate::dtype::DClass;
+
+/// How many operands an op takes.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Arity {
+    Exactly(usize),
+    AtLeast(usize),
+}
+
+/// How the result type is obtained.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum TypeRule {
+    /// All operands share one type; the result has it.
+    Elementwise,
+    /// All operands share one type; the result is `pred` of that shape.
+    ElementwiseToPred,
+    /// The result type must be written; op-specific checks relate it to the operands.
+    Written,
+    /// Inferred by op-specific code (shape arithmetic from attributes).
+    Inferred,
+    /// Given by the called function (`call`, `grad`, `vmap`); may have several results.
+    Callee,
+}
+
+/// Where an op may appear.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Context {
+    /// Anywhere.
+    Any,
+    /// Only in a `spmd func` (collectives, section 8).
+    SpmdOnly,
+}
+
+/// Everything the front end and later passes know about one op.
+#[derive(Copy, Clone, Debug)]
+pub struct OpDef {
+    /// Spelling in PIR text.
+    pub name: &'static str,
+    pub arity: Arity,
+    /// Dtype class of the data operands (checked on operand 0, and on all operands for
+    /// elementwise ops).
+    pub operands: DClass,
+    /// Attributes, in the order the printer writes them.
+    pub attrs: &'static [AttrDef],
+    pub rule: TypeRule,
+    pub context: Context,
+    /// Elementwise: result element i depends only on operand elements i.
+    pub elementwise: bool,
+    /// Takes a literal instead of operands (`constant`).
+    pub literal: bool,
+    /// Names a function (`call @f(...)`, `grad`, `vmap`).
+    pub callee: bool,
+    /// Expanded by the compiler before sharding (section 9).
+    pub transform: bool,
+    /// Factor rule for sharding propagation (Shardy style, e.g. `"ik,kj->ij red{k}"`);
+    /// filled by the sharding-propagation work.
+    pub sharding: Option<&'static str>,
+    /// One line for documentation and `--help`-like listings.
+    pub summary: &'static str,
+}
+
+const fn base(name: &'static str, summary: &'static str) -> OpDef {
+    OpDef {
+        name,
+        arity: Arity::Exactly(1),
+        operands: DClass::Any,
+        attrs: &[],
+        rule: TypeRule::Inferred,
+        context: Context::Any,
+        elementwise: false,
+        literal: false,
+        callee: false,
+        transform: false,
+        sharding: None,
+        summary,
+    }
+}
+
+/// A one-operand elementwise op over the given dtype class.
+const fn unary(name: &'static str, operands: DClass, summary: &'static str) -> OpDef {
+    OpDef { operands, rule: TypeRule::Elementwise, elementwise: true, ..base(name, summary) }
+}
+
+/// A two-operand elementwise op over the given dtype class.
+const fn binary(name: &'static str, operands: DClass, summary: &'static str) -> OpDef {
+    OpDef {
+        arity: Arity::Exactly(2),
+        operands,
+        rule: TypeRule::Elementwise,
+        elementwise: true,
+        ..base(name, summary)
+    }
+}
+
+const fn op(
+    name: &'static str,
+    arity: Arity,
+    attrs: &'static [AttrDef],
+    rule: TypeRule,
+    summary: &'static str,
+) -> OpDef {
+    OpDef { arity, attrs, rule, ..base(name, summary) }
+}
+
+const fn collective(name: &'static str, attrs: &'static [AttrDef], summary: &'static str) -> OpDef {
+    OpDef { attrs, context: Context::SpmdOnly, ..base(name, summary) }
+}
+
+const fn calling(name: &'static str, attrs: &'static [AttrDef], transform: bool, summary: &'static str) -> OpDef {
+    OpDef {
+        arity: Arity::AtLeast(0),
+        attrs,
+        rule: TypeRule::Callee,
+        callee: true,
+        transform,
+        ..base(name, summary)
+    }
+}
+
+const fn numeric(d: OpDef) -> OpDef {
+    OpDef { operands: DClass::Numeric, ..d }
+}
+
+use Arity::{AtLeast, Exactly};
+use DClass::{Any, Float, Int, IntOrPred, Numeric};
+use TypeRule::{Inferred, Written};
+
+const WINDOW: &[AttrDef] = &[
+    req("window", K::IntList),
+    attr("strides", K::IntList, D::Ones),
+    attr("padding", K::PadList, D::ZeroPairs),
+];
+
+macro_rules! ops {
+    ($( $(#[$m:meta])* $variant:ident = $def:expr; )*) => {
+        /// Every PIR op. The declaration of each is [`Opcode::def`].
+        #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+        pub enum Opcode { $( $(#[$m])* $variant, )* }
+
+        impl Opcode {
+            /// Every op, in declaration order.
+            pub const ALL: &'static [Opcode] = &[ $( Opcode::$variant, )* ];
+
+            /// The op's declaration.
+            pub fn def(self) -> &'static OpDef {
+                match self { $( Opcode::$variant => { const DEF: OpDef = $def; &DEF } )* }
+            }
+        }
+    };
+}
+
+ops! {
+    // ---- section 7: creation -------------------------------------------------------
+    Constant = OpDef { arity: Exactly(0), rule: Written, literal: true, ..base("constant", "an array filled from a literal") };
+    Iota = OpDef { arity: Exactly(0), attrs: &[req("dim", K::Int)], rule: Written, ..base("iota", "the index along one dimension") };
+
+    // ---- section 7: unary elementwise ---------------------------------------------
+    Neg = unary("neg", Numeric, "negation (wraps for integers)");
+    Abs = unary("abs", Numeric, "absolute value");
+    Exp = unary("exp", Float, "e to the x");
+    Log = unary("log", Float, "natural logarithm");
+    Log1p = unary("log1p", Float, "log(1 + x), accurate near 0");
+    Expm1 = unary("expm1", Float, "exp(x) - 1, accurate near 0");
+    Sqrt = unary("sqrt", Float, "square root");
+    Rsqrt = unary("rsqrt", Float, "1 / sqrt(x)");
+    Tanh = unary("tanh", Float, "hyperbolic tangent");
+    Logistic = unary("logistic", Float, "1 / (1 + exp(-x))");
+    Erf = unary("erf", Float, "the error function");
+    Sin = unary("sin", Float, "sine");
+    Cos = unary("cos", Float, "cosine");
+    Floor = unary("floor", Float, "round toward -inf");
+    Ceil = unary("ceil", Float, "round toward +inf");
+    Round = unary("round", Float, "round half away from zero");
+    RoundEven = unary("round_even", Float, "round half to even");
+    Sign = unary("sign", Numeric, "-1, 0 or 1 (keeps -0.0 and NaN)");
+    Not = unary("not", IntOrPred, "logical not (pred) or bitwise not (integers)");
+    IsFinite = OpDef { rule: TypeRule::ElementwiseToPred, ..unary("is_finite", Float, "true where x is neither inf nor NaN") };
+
+    // ---- section 7: binary elementwise --------------------------------------------
+    Add = binary("add", Any, "sum (or for pred)");
+    Sub = binary("sub", Numeric, "difference");
+    Mul = binary("mul", Any, "product (and for pred)");
+    Div = binary("div", Numeric, "quotient (integers truncate toward zero)");
+    Rem = binary("rem", Numeric, "remainder with the dividend's sign (C fmod)");
+    Max = binary("max", Any, "maximum (propagates NaN, -0.0 < +0.0)");
+    Min = binary("min", Any, "minimum (propagates NaN, -0.0 < +0.0)");
+    Pow = binary("pow", Numeric, "x to the y");
+    Atan2 = binary("atan2", Float, "arc tangent of y/x using both signs");
+    And = binary("and", IntOrPred, "logical or bitwise and");
+    Or = binary("or", IntOrPred, "logical or bitwise or");
+    Xor = binary("xor", IntOrPred, "logical or bitwise exclusive or");
+    Shl = binary("shl", Int, "shift left");
+    Shr = binary("shr", Int, "shift right (arithmetic for signed, logical for unsigned)");
+
+    // ---- section 7: other elementwise ---------------------------------------------
+    Clamp = OpDef { arity: Exactly(3), operands: Any, elementwise: true, ..base("clamp", "min(max(x, lo), hi)") };
+    Compare = OpDef { arity: Exactly(2), attrs: &[req("dir", K::Enum(attr::COMPARE_DIRS))], rule: TypeRule::ElementwiseToPred, elementwise: true, ..base("compare", "elementwise comparison giving pred") };
+    Select = OpDef { arity: Exactly(3), elementwise: true, ..base("select", "pick from the second or third operand by a pred") };
+    Convert = OpDef { rule: Written, elementwise: true, ..base("convert", "change the dtype") };
+    BitcastConvert = OpDef { rule: Written, elementwise: true, ..base("bitcast_convert", "reinterpret the bits as another dtype of the same width") };
+
+    // ---- section 7: shape ops -----------------------------------------------------
+    Broadcast = op("broadcast", Exactly(1), &[attr("dims", K::IntList, D::EmptyList)], Written, "operand dim i goes to result dim dims[i]");
+    Reshape = op("reshape", Exactly(1), &[], Written, "same elements, new shape (row-major)");
+    Transpose = op("transpose", Exactly(1), &[req("perm", K::IntList)], Inferred, "result dim i is operand dim perm[i]");
+    Slice = op("slice", Exactly(1), &[req("start", K::IntList), req("limit", K::IntList), attr("stride", K::IntList, D::Ones)], Inferred, "a strided rectangular piece");
+    Concat = op("concat", AtLeast(1), &[req("dim", K::Dim)], Inferred, "join along one dimension");
+    DynamicSlice = op("dynamic_slice", AtLeast(1), &[req("sizes", K::IntList)], Inferred, "a piece at run-time start indices (clamped)");
+    DynamicUpdateSlice = op("dynamic_update_slice", AtLeast(2), &[], Inferred, "overwrite a piece at run-time start indices (clamped)");
+    Pad = op("pad", Exactly(2), &[req("low", K::IntList), req("high", K::IntList), attr("interior", K::IntList, D::Zeros)], Inferred, "edge and interior padding with a scalar");
+    Reverse = op("reverse", Exactly(1), &[req("dims", K::DimList)], Inferred, "reverse the order along dims");
+
+    // ---- section 7: reductions and contractions -----------------------------------
+    Reduce = op("reduce", Exactly(1), &[req("dims", K::DimList), req("kind", K::Enum(attr::REDUCE_KINDS))], Inferred, "reduce over dims, removing them");
+    Argmax = op("argmax", Exactly(1), &[req("dim", K::Dim)], Inferred, "index of the first maximum along dim");
+    Argmin = op("argmin", Exactly(1), &[req("dim", K::Dim)], Inferred, "index of the first minimum along dim");
+    DotGeneral = numeric(op("dot_general", Exactly(2), &[
+        attr("lhs_batch", K::IntList, D::EmptyList), attr("rhs_batch", K::IntList, D::EmptyList),
+        attr("lhs_contract", K::IntList, D::EmptyList), attr("rhs_contract", K::IntList, D::EmptyList),
+    ], Inferred, "batched tensor contraction: batch, lhs free, rhs free"));
+    Convolution = numeric(op("convolution", Exactly(2), &[
+        req("dims", K::Str),
+        attr("window_strides", K::IntList, D::Ones),
+        attr("padding", K::PadList, D::ZeroPairs),
+        attr("lhs_dilation", K::IntList, D::Ones),
+        attr("rhs_dilation", K::IntList, D::Ones),
+        attr("feature_group_count", K::Int, D::Int(1)),
+        attr("batch_group_count", K::Int, D::Int(1)),
+    ], Inferred, "N-d convolution with XLA dimension labels"));
+    ReduceWindow = numeric(op("reduce_window", Exactly(1), &[
+        req("kind", K::Enum(attr::WINDOW_KINDS)),
+        req("window", K::IntList),
+        attr("strides", K::IntList, D::Ones),
+        attr("padding", K::PadList, D::ZeroPairs),
+    ], Inferred, "sliding-window reduction (pooling)"));
+    SelectAndScatterAdd = numeric(op("select_and_scatter_add", Exactly(2), WINDOW, Inferred, "gradient of max pooling"));
+    Gather = op("gather", Exactly(2), &[req("axis", K::Dim)], Inferred, "numpy take along one axis (indices clamped)");
+    ScatterAdd = numeric(op("scatter_add", Exactly(3), &[req("axis", K::Dim)], Inferred, "add updates into base at indices along one axis"));
+
+    // ---- section 8: collectives (spmd func only) ----------------------------------
+    AllReduce = collective("all_reduce", &[req("axes", K::AxisList), req("kind", K::Enum(attr::COLLECTIVE_KINDS))], "reduce over a device group; every member gets the result");
+    AllGather = collective("all_gather", &[req("axes", K::AxisList), req("dim", K::Dim)], "concatenate the group's shards along dim");
+    ReduceScatter = collective("reduce_scatter", &[req("axes", K::AxisList), req("dim", K::Dim), req("kind", K::Enum(attr::COLLECTIVE_KINDS))], "reduce over the group, keep this device's slice of dim");
+    AllToAll = collective("all_to_all", &[req("axes", K::AxisList), req("split_dim", K::Dim), req("concat_dim", K::Dim)], "exchange chunks of split_dim, concatenated along concat_dim");
+    CollectivePermute = collective("collective_permute", &[req("axes", K::AxisList), req("shift", K::Int)], "send to the group position shift places ahead");
+    AxisIndex = OpDef { arity: Exactly(0), attrs: &[req("axis", K::Axis)], rule: Written, context: Context::SpmdOnly, ..base("axis_index", "this device's position along a mesh axis") };
+
+    // ---- section 5 and 9: calls and transforms ------------------------------------
+    Call = calling("call", &[], false, "call a function of the module");
+    Grad = calling("grad", &[req("wrt", K::IntList)], true, "value and gradients of a scalar function (JAX value_and_grad)");
+    Vmap = calling("vmap", &[req("in_dims", K::DimOrNoneList), req("out_dims", K::IntList)], true, "map a function over a new dimension (JAX vmap)");
+}
+
+impl Opcode {
+    /// Look an op up by its spelling.
+    pub fn from_name(name: &str) -> Option<Opcode> {
+        Opcode::ALL.iter().copied().find(|o| o.def().name == name)
+    }
+
+    pub fn name(self) -> &'static str {
+        self.def().name
+    }
+
+    pub fn is_collective(self) -> bool {
+        self.def().context == Context::SpmdOnly && self != Opcode::AxisIndex
+    }
+}
+
+impl std::fmt::Display for Opcode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_round_trip() {
+        for &o in Opcode::ALL {
+            assert_eq!(Opcode::from_name(o.name()), Some(o), "{o:?}");
+        }
+    }
+
+    #[test]
+    fn attribute_names_are_unique_per_op() {
+        for &o in Opcode::ALL {
+            let a = o.def().attrs;
+            for i in 0..a.len() {
+                for j in 0..i {
+                    assert_ne!(a[i].name, a[j].name, "{o}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn written_rule_ops_match_the_spec_list() {
+        // Spec section 7: the result type is required for exactly these ops.
+        let mut written: Vec<&str> =
+            Opcode::ALL.iter().filter(|o| o.def().rule == TypeRule::Written).map(|o| o.name()).collect();
+        written.sort();
+        assert_eq!(
+            written,
+            ["axis_index", "bitcast_convert", "broadcast", "constant", "convert", "iota", "reshape"]
+        );
+    }
+}
