@@ -1,0 +1,417 @@
+//! The verifier: everything the spec requires of a module beyond syntax, and
+//! type inference for results the source left untyped.
+//!
+//! Checked invariants (each failure is one diagnostic; checking continues):
+//! - function names are unique; every `call`/`grad`/`vmap` names a function of
+//!   the module; the call graph has no cycle;
+//! - signatures: shardings have one entry per dimension, name existing mesh axes
+//!   at most once, never use `?`, and (in a `func`) divide their dimensions;
+//!   result names are unique and do not collide with default `outK` names; a
+//!   result named like a parameter (state carry) has that parameter's type and
+//!   sharding;
+//! - bodies: collectives appear only in `spmd func`; attributes are known to the
+//!   op, of the declared kind, and present when required; operand and result
+//!   types follow the op's type rule (`pjc_ir::infer`), and written result types
+//!   equal the inferred ones; sharding constraints are allowed only in a `func`
+//!   and follow the signature rules (but may use `?`);
+//! - `return` matches the declared results in number and type;
+//! - every result of a `spmd func` that is not split over a mesh axis is provably
+//!   the same on every device along that axis (spec section 5's rule).
+//! (SSA — defined once, before use — is enforced by the parser, which resolves
+//! names in order.)
+
+use crate::diag::Diag;
+use pjc_dialects::{AttrKind, Context};
+use pjc_ir::infer::{infer, Blame, CalleeSig, InferCtx};
+use pjc_ir::{
+    AttrValue, FuncId, FuncKind, Function, InstData, Mesh, Module, Opcode, Sharding, Span, TensorType, Value,
+};
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+/// Verifies `m`, filling in inferred result types. Returns every error found.
+pub fn verify(m: &mut Module) -> Result<(), Vec<Diag>> {
+    let mut d = Vec::new();
+    let mesh = m.mesh_or_single();
+    // Function names.
+    let mut seen: HashMap<String, FuncId> = HashMap::new();
+    for (id, f) in m.funcs.iter() {
+        if seen.insert(f.name.clone(), id).is_some() {
+            d.push(Diag::new(f.name_span, format!("function @{} is defined twice", f.name)));
+        }
+    }
+    for (_, f) in m.funcs.iter() {
+        signature(f, &mesh, &mut d);
+    }
+    let sigs: HashMap<String, CalleeSig> = m
+        .funcs
+        .values()
+        .map(|f| {
+            let sig = CalleeSig {
+                name: f.name.clone(),
+                kind: f.kind,
+                params: f.params.iter().map(|&p| (f.values[p].ty.clone(), f.values[p].sharding.clone())).collect(),
+                results: f.results.iter().map(|r| (r.ty.clone(), r.sharding.clone())).collect(),
+            };
+            (f.name.clone(), sig)
+        })
+        .collect();
+    let ids: Vec<FuncId> = m.funcs.keys().collect();
+    for id in ids {
+        body(&mut m.funcs[id], &mesh, &sigs, &mut d);
+    }
+    call_cycles(m, &mut d);
+    if d.is_empty() {
+        for f in m.funcs.values().filter(|f| f.kind == FuncKind::Spmd) {
+            replication(f, m, &mesh, &mut d);
+        }
+    }
+    if d.is_empty() {
+        Ok(())
+    } else {
+        Err(d)
+    }
+}
+
+/// Checks that the entry function exists.
+pub fn check_entry(m: &Module, entry: &str) -> Result<FuncId, Diag> {
+    m.func_by_name(entry).ok_or_else(|| {
+        let names: Vec<String> = m.funcs.values().map(|f| format!("@{}", f.name)).collect();
+        Diag::new(Span::new(0, 0), format!("no entry function @{entry} (the module defines {})", names.join(", ")))
+    })
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// Checks a sharding against a type and the mesh.
+fn check_sharding(
+    s: &Sharding,
+    ty: &TensorType,
+    mesh: &Mesh,
+    allow_open: bool,
+    check_div: bool,
+    what: &str,
+    span: Span,
+    d: &mut Vec<Diag>,
+) {
+    if s.dims.len() != ty.rank() {
+        d.push(Diag::new(span, format!("sharding of {what} has {} entr{} but its type {ty} has rank {}", s.dims.len(), if s.dims.len() == 1 { "y" } else { "ies" }, ty.rank())));
+        return;
+    }
+    let mut used: HashSet<&str> = HashSet::new();
+    for (dim, e) in s.dims.iter().enumerate() {
+        match e {
+            pjc_ir::DimSharding::Open if !allow_open => {
+                d.push(Diag::new(span, format!("'?' (open) is only allowed on values inside a body, not on {what}")));
+            }
+            pjc_ir::DimSharding::Axes(axes) => {
+                for a in axes {
+                    if mesh.axis(a).is_none() {
+                        let known = if mesh.axes.is_empty() {
+                            "the module declares no mesh".to_string()
+                        } else {
+                            format!("the mesh has {}", mesh.axes.iter().map(|x| x.name.as_str()).collect::<Vec<_>>().join(", "))
+                        };
+                        d.push(Diag::new(span, format!("unknown mesh axis '{a}' in the sharding of {what} ({known})")));
+                        return;
+                    }
+                    if !used.insert(a) {
+                        d.push(Diag::new(span, format!("mesh axis '{a}' appears more than once in the sharding of {what}")));
+                        return;
+                    }
+                }
+                let n = mesh.group_size(axes.iter().map(|a| a.as_str()));
+                if check_div && ty.shape[dim] % n != 0 {
+                    d.push(Diag::new(span, format!("dimension {dim} of {what} has size {} which is not divisible by {n} (the size of mesh axes {})", ty.shape[dim], axes.join(", "))));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn signature(f: &Function, mesh: &Mesh, d: &mut Vec<Diag>) {
+    let div = f.kind == FuncKind::Global;
+    for &p in &f.params {
+        let v = &f.values[p];
+        if let Some(s) = &v.sharding {
+            check_sharding(s, &v.ty, mesh, false, div, &format!("parameter %{}", v.name), v.span, d);
+        }
+    }
+    let mut names: HashMap<String, usize> = HashMap::new();
+    for (i, r) in f.results.iter().enumerate() {
+        let name = f.result_name(i);
+        if let Some(s) = &r.sharding {
+            check_sharding(s, &r.ty, mesh, false, div, &format!("result '{name}'"), r.span, d);
+        }
+        if names.insert(name.clone(), i).is_some() {
+            let why = if r.name.is_none() { " (the default name of an unnamed result)" } else { "" };
+            d.push(Diag::new(r.span, format!("result name '{name}' is used twice{why}")));
+        }
+        if let Some(&p) = f.params.iter().find(|&&p| f.values[p].name == name) {
+            let pv = &f.values[p];
+            if pv.ty != r.ty {
+                d.push(Diag::new(r.span, format!("result '{name}' carries parameter %{name}, so its type must be {} (got {})", pv.ty, r.ty)));
+            } else if norm(&pv.sharding, pv.ty.rank()) != norm(&r.sharding, r.ty.rank()) {
+                d.push(Diag::new(r.span, format!("result '{name}' carries parameter %{name}, so its sharding must equal the parameter's")));
+            }
+        }
+    }
+}
+
+/// A sharding with "absent" spelled as fully replicated, for comparisons.
+fn norm(s: &Option<Sharding>, rank: usize) -> Sharding {
+    s.clone().unwrap_or_else(|| Sharding::replicated(rank))
+}
+
+fn check_attrs(inst: &InstData, mesh: &Mesh, d: &mut Vec<Diag>) -> bool {
+    let def = inst.op.def();
+    let mut ok = true;
+    for a in &inst.attrs {
+        let Some(ad) = def.attrs.iter().find(|x| x.name == a.name) else {
+            let known: Vec<&str> = def.attrs.iter().map(|x| x.name).collect();
+            let hint = if known.is_empty() { "it takes none".to_string() } else { format!("it takes {}", known.join(", ")) };
+            d.push(Diag::new(a.span, format!("'{}' has no attribute '{}' ({hint})", inst.op, a.name)));
+            ok = false;
+            continue;
+        };
+        let good = match ad.kind {
+            AttrKind::Int | AttrKind::Dim => matches!(a.value, AttrValue::Int(_)),
+            AttrKind::IntList | AttrKind::DimList => a.value.as_ints().is_some(),
+            AttrKind::PadList => a.value.as_pairs().is_some(),
+            AttrKind::Enum(allowed) => a.value.as_ident().is_some_and(|s| allowed.contains(&s)),
+            AttrKind::Axis => a.value.as_ident().is_some(),
+            AttrKind::AxisList => a.value.as_idents().is_some(),
+            AttrKind::Str => a.value.as_str().is_some(),
+            AttrKind::DimOrNoneList => a.value.as_list().is_some_and(|l| {
+                l.iter().all(|v| matches!(v, AttrValue::Int(_)) || v.as_ident() == Some("none"))
+            }),
+        };
+        if !good {
+            let want = match ad.kind {
+                AttrKind::Int => "an integer".to_string(),
+                AttrKind::Dim => "a dimension index".to_string(),
+                AttrKind::IntList | AttrKind::DimList => "a list of integers like [0,1]".to_string(),
+                AttrKind::PadList => "a list of [lo, hi] pairs like [[1,1],[0,0]]".to_string(),
+                AttrKind::Enum(allowed) => format!("one of {}", allowed.join(", ")),
+                AttrKind::Axis => "a mesh axis name".to_string(),
+                AttrKind::AxisList => "a list of mesh axis names like [data]".to_string(),
+                AttrKind::Str => "a string".to_string(),
+                AttrKind::DimOrNoneList => "a list of integers or none".to_string(),
+            };
+            d.push(Diag::new(a.span, format!("attribute '{}' of '{}' must be {want}", a.name, inst.op)));
+            ok = false;
+        }
+        if matches!(ad.kind, AttrKind::Axis) {
+            if let Some(ax) = a.value.as_ident() {
+                if mesh.axis(ax).is_none() {
+                    d.push(Diag::new(a.span, format!("unknown mesh axis '{ax}'")));
+                    ok = false;
+                }
+            }
+        }
+    }
+    for ad in def.attrs {
+        if ad.default == pjc_dialects::AttrDefault::Required && inst.attr(ad.name).is_none() {
+            d.push(Diag::new(inst.op_span, format!("'{}' needs attribute '{}'", inst.op, ad.name)));
+            ok = false;
+        }
+    }
+    ok
+}
+
+fn body(f: &mut Function, mesh: &Mesh, sigs: &HashMap<String, CalleeSig>, d: &mut Vec<Diag>) {
+    // Values whose type is unknown because their definition had an error: uses of
+    // them are skipped rather than reported again.
+    let mut poisoned: HashSet<Value> = HashSet::new();
+    let body = f.body.clone();
+    for inst_id in body {
+        let inst = f.insts[inst_id].clone();
+        let mut ok = true;
+        if inst.op.def().context == Context::SpmdOnly && f.kind == FuncKind::Global {
+            d.push(Diag::new(inst.op_span, format!("'{}' is only allowed in a spmd func (a func is written in the global view; pjc inserts communication itself)", inst.op)));
+            ok = false;
+        }
+        ok &= check_attrs(&inst, mesh, d);
+        let callee = match &inst.callee {
+            Some(name) => match sigs.get(name) {
+                Some(s) => Some(s),
+                None => {
+                    d.push(Diag::new(inst.callee_span, format!("unknown function @{name}")));
+                    ok = false;
+                    None
+                }
+            },
+            None => None,
+        };
+        if inst.operands.iter().any(|v| poisoned.contains(v)) {
+            ok = false;
+        }
+        let written: Vec<TensorType> = if inst.types_written {
+            inst.results.iter().map(|&r| f.values[r].ty.clone()).collect()
+        } else {
+            vec![]
+        };
+        let mut inferred = None;
+        if ok {
+            let operand_types: Vec<&TensorType> = inst.operands.iter().map(|&v| &f.values[v].ty).collect();
+            let ctx = InferCtx { mesh, caller: f.kind, callee };
+            match infer(&inst, &operand_types, inst.types_written.then_some(written.as_slice()), &ctx) {
+                Ok(t) => inferred = Some(t),
+                Err(e) => {
+                    let span = match e.blame {
+                        Blame::Op => inst.op_span,
+                        Blame::Operand(i) => inst.operand_spans.get(i).copied().unwrap_or(inst.op_span),
+                        Blame::Attr(name) => inst.attr_span(name),
+                        Blame::ResultType => if inst.types_written { inst.types_span } else { inst.op_span },
+                    };
+                    d.push(Diag::new(span, e.msg));
+                }
+            }
+        }
+        match inferred {
+            Some(types) => {
+                if types.len() != inst.results.len() {
+                    d.push(Diag::new(inst.span, format!("'{}' gives {} result{} but {} name{} {} written", inst.op, types.len(), plural(types.len()), inst.results.len(), plural(inst.results.len()), if inst.results.len() == 1 { "is" } else { "are" })));
+                    poisoned.extend(inst.results.iter().copied());
+                    continue;
+                }
+                for (k, t) in types.into_iter().enumerate() {
+                    let r = inst.results[k];
+                    if inst.types_written {
+                        if f.values[r].ty != t {
+                            d.push(Diag::new(inst.types_span, format!("result type {} of %{} does not match the inferred type {t}", f.values[r].ty, f.values[r].name)));
+                        }
+                    } else {
+                        f.values[r].ty = t;
+                    }
+                }
+            }
+            None if !inst.types_written => poisoned.extend(inst.results.iter().copied()),
+            None => {}
+        }
+        // Sharding constraints on results.
+        for &r in &inst.results {
+            let v = &f.values[r];
+            if let Some(s) = &v.sharding {
+                if f.kind == FuncKind::Spmd {
+                    d.push(Diag::new(inst.types_span, "sharding constraints ('on' inside a body) are not allowed in a spmd func"));
+                } else if !poisoned.contains(&r) {
+                    check_sharding(s, &v.ty, mesh, true, true, &format!("%{}", v.name), inst.types_span, d);
+                }
+            }
+        }
+    }
+    // return
+    if f.ret.len() != f.results.len() {
+        d.push(Diag::new(f.ret_span, format!("return gives {} value{}, but @{} declares {} result{}", f.ret.len(), plural(f.ret.len()), f.name, f.results.len(), plural(f.results.len()))));
+        return;
+    }
+    for (i, &v) in f.ret.iter().enumerate() {
+        if poisoned.contains(&v) {
+            continue;
+        }
+        let (got, want) = (&f.values[v].ty, &f.results[i].ty);
+        if got != want {
+            d.push(Diag::new(f.ret_spans[i], format!("return value %{} has type {got}, but result '{}' is declared {want}", f.values[v].name, f.result_name(i))));
+        }
+    }
+}
+
+fn call_cycles(m: &Module, d: &mut Vec<Diag>) {
+    let callees = |f: &Function| -> Vec<(String, Span)> {
+        f.body.iter().filter_map(|&i| f.insts[i].callee.clone().map(|c| (c, f.insts[i].callee_span))).collect()
+    };
+    let by_name: HashMap<&str, &Function> = m.funcs.values().map(|f| (f.name.as_str(), f)).collect();
+    // 0 = unvisited, 1 = on stack, 2 = done
+    let mut state: HashMap<&str, u8> = HashMap::new();
+    fn visit<'a>(
+        f: &'a Function,
+        by_name: &HashMap<&str, &'a Function>,
+        callees: &dyn Fn(&Function) -> Vec<(String, Span)>,
+        state: &mut HashMap<&'a str, u8>,
+        d: &mut Vec<Diag>,
+    ) {
+        state.insert(&f.name, 1);
+        for (c, span) in callees(f) {
+            let Some(g) = by_name.get(c.as_str()) else { continue };
+            match state.get(g.name.as_str()).copied().unwrap_or(0) {
+                1 => d.push(Diag::new(span, format!("recursive call: @{} calls @{} which is already being called (PIR has no recursion)", f.name, g.name))),
+                0 => visit(g, by_name, callees, state, d),
+                _ => {}
+            }
+        }
+        state.insert(&f.name, 2);
+    }
+    for f in m.funcs.values() {
+        if state.get(f.name.as_str()).copied().unwrap_or(0) == 0 {
+            visit(f, &by_name, &callees, &mut state, d);
+        }
+    }
+}
+
+/// The spec's replication rule for `spmd func` results: computes, for each
+/// value, the mesh axes along which it may differ between devices.
+pub fn varying_axes(f: &Function, m: &Module) -> HashMap<Value, BTreeSet<String>> {
+    let mut var: HashMap<Value, BTreeSet<String>> = HashMap::new();
+    for &p in &f.params {
+        let s: BTreeSet<String> = f.values[p].sharding.iter().flat_map(|s| s.axes().map(str::to_string)).collect();
+        var.insert(p, s);
+    }
+    for &i in &f.body {
+        let inst = &f.insts[i];
+        let union: BTreeSet<String> =
+            inst.operands.iter().flat_map(|v| var.get(v).cloned().unwrap_or_default()).collect();
+        let axes: BTreeSet<String> = inst.attr("axes").and_then(|a| a.as_idents()).unwrap_or_default().into_iter().collect();
+        let per_result: Vec<BTreeSet<String>> = match inst.op {
+            Opcode::Constant | Opcode::Iota => vec![BTreeSet::new()],
+            Opcode::AllReduce | Opcode::AllGather => vec![union.difference(&axes).cloned().collect()],
+            Opcode::ReduceScatter | Opcode::AllToAll | Opcode::CollectivePermute => {
+                vec![union.union(&axes).cloned().collect()]
+            }
+            Opcode::AxisIndex => {
+                vec![inst.attr("axis").and_then(|a| a.as_ident()).map(|a| BTreeSet::from([a.to_string()])).unwrap_or_default()]
+            }
+            Opcode::Call => {
+                let callee = inst.callee.as_deref().and_then(|c| m.func_by_name(c)).map(|id| &m.funcs[id]);
+                match callee {
+                    Some(g) if g.kind == FuncKind::Spmd => g
+                        .results
+                        .iter()
+                        .map(|r| r.sharding.iter().flat_map(|s| s.axes().map(str::to_string)).collect())
+                        .collect(),
+                    _ => vec![union.clone(); inst.results.len()],
+                }
+            }
+            _ => vec![union.clone(); inst.results.len()],
+        };
+        for (k, &r) in inst.results.iter().enumerate() {
+            var.insert(r, per_result.get(k).cloned().unwrap_or_else(|| union.clone()));
+        }
+    }
+    var
+}
+
+fn replication(f: &Function, m: &Module, mesh: &Mesh, d: &mut Vec<Diag>) {
+    let var = varying_axes(f, m);
+    for (i, &v) in f.ret.iter().enumerate() {
+        let split: BTreeSet<String> =
+            f.results[i].sharding.iter().flat_map(|s| s.axes().map(str::to_string)).collect();
+        for axis in &mesh.axes {
+            if !split.contains(&axis.name) && var.get(&v).is_some_and(|s| s.contains(&axis.name)) {
+                d.push(Diag::new(
+                    f.ret_spans[i],
+                    format!(
+                        "result '{}' of spmd func @{} is not split over mesh axis '{}', but pjc cannot prove it is the same on every device along '{}' (reduce it with all_reduce/all_gather over '{}', or split the result over '{}')",
+                        f.result_name(i), f.name, axis.name, axis.name, axis.name, axis.name
+                    ),
+                ));
+            }
+        }
+    }
+}
