@@ -156,3 +156,47 @@ impl DClass {
         }
     }
 }
+
+/// An f64 rounded to f32 with round-to-odd (truncate, then set the last bit if
+/// anything was lost). Rounding that to a format with at most 22 significand
+/// bits (f16, bf16) to nearest even gives the correctly rounded value of the
+/// original: no double-rounding error.
+pub fn f64_to_f32_odd(x: f64) -> f32 {
+    let r = x as f32;
+    if !r.is_finite() || r as f64 == x {
+        return r;
+    }
+    let mut bits = r.to_bits();
+    if (r as f64).abs() > x.abs() {
+        bits -= 1; // rounded away from zero: step back to the truncation
+    }
+    f32::from_bits(bits | 1)
+}
+
+impl DType {
+    /// `x` rounded to the nearest value of this float dtype (ties to even),
+    /// returned as the exact f64 of that value.
+    pub fn round_f64(self, x: f64) -> f64 {
+        match self {
+            DType::F64 => x,
+            DType::F32 => x as f32 as f64,
+            DType::F16 => half::f16::from_f32(f64_to_f32_odd(x)).to_f64(),
+            DType::BF16 => half::bf16::from_f32(f64_to_f32_odd(x)).to_f64(),
+            _ => x,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounding_to_bf16_is_single() {
+        // 1 + 2^-8 + 2^-40 lies just above the bf16 tie between 1 and 1 + 2^-7.
+        let x = 1.0 + 2f64.powi(-8) + 2f64.powi(-40);
+        assert_eq!(DType::BF16.round_f64(x), 1.0 + 2f64.powi(-7));
+        assert_eq!(DType::BF16.round_f64(1.0 + 2f64.powi(-8)), 1.0);
+        assert_eq!(DType::F16.round_f64(1.0 + 2f64.powi(-11) + 2f64.powi(-40)), 1.0 + 2f64.powi(-10));
+    }
+}

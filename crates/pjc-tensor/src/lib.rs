@@ -8,3 +8,25 @@
 
 mod tensor;
 pub use tensor::{round_to_dtype, strides, wrap_to_dtype, Buf, Lanes, Scalar, Tensor, TensorError};
+
+// Reductions, contractions, windows and collective combining (reference kernels).
+mod collective;
+mod conv;
+mod dot;
+mod reduce;
+mod window;
+pub use collective::combine;
+pub use conv::{conv_output_shape, convolution, parse_conv_dims, ConvDims};
+pub use dot::dot_general;
+pub use reduce::{argmax, argmin, reduce};
+pub use window::{reduce_window, select_and_scatter_add, window_output_shape};
+
+mod elementwise;
+mod io;
+mod structural;
+pub use elementwise::{binary, bitcast_convert, clamp, compare, convert, iota, select, unary};
+pub use io::{buf_from_le_bytes, buf_to_le_bytes, read_npy, read_safetensors, write_npy, write_safetensors};
+pub use structural::{
+    broadcast, concat, dynamic_slice, dynamic_update_slice, gather, pad, reshape, reverse, scatter_add, slice,
+    transpose,
+};
