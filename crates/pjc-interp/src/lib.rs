@@ -1,0 +1,173 @@
+//! The reference interpreter: runs a verified module on host tensors.
+//!
+//! It is the oracle for every later stage, so it is written to be obviously
+//! right rather than fast. A `func` runs in the global view (shardings are
+//! ignored: they never change values). A `spmd func` runs by simulating every
+//! device of the mesh in lockstep, one instruction at a time: ordinary ops run
+//! per device, collectives combine the per-device values of each group exactly
+//! as spec section 8 says. A `func` calling a `spmd func` (shard_map) splits the
+//! global arguments by the callee's signature shardings and assembles the
+//! results the same way.
+
+mod ops;
+mod spmd;
+
+use pjc_ir::{FuncId, FuncKind, Function, Mesh, Module, Opcode, Value};
+use pjc_tensor::Tensor;
+use std::collections::HashMap;
+
+/// A failure while running a verified program. Verified programs only fail on
+/// unsupported features; anything else is a bug in pjc and says so.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+    #[error("internal error in the interpreter at '{op}' in @{func}: {msg}")]
+    Internal { func: String, op: String, msg: String },
+}
+
+/// Runs the module's function `entry` on global inputs (one per parameter, in
+/// order, already of the parameter's global type) and returns its results.
+pub fn eval(m: &Module, entry: FuncId, inputs: Vec<Tensor>) -> Result<Vec<Tensor>, EvalError> {
+    let it = Interp { m, mesh: m.mesh_or_single() };
+    it.call_global(entry, inputs)
+}
+
+pub(crate) struct Interp<'m> {
+    pub m: &'m Module,
+    pub mesh: Mesh,
+}
+
+/// Where a function body runs: the global view, or on one device of the mesh.
+#[derive(Copy, Clone)]
+pub(crate) enum Place {
+    Global,
+    Device,
+}
+
+impl<'m> Interp<'m> {
+    /// Calls a function from the global view (the entry, or a `call` in a `func`).
+    pub fn call_global(&self, id: FuncId, args: Vec<Tensor>) -> Result<Vec<Tensor>, EvalError> {
+        let f = &self.m.funcs[id];
+        match f.kind {
+            FuncKind::Global => self.run_local(f, args, Place::Global),
+            FuncKind::Spmd => self.shard_map(f, args),
+        }
+    }
+
+    /// Runs a body that has no collectives in one place (global view or one device).
+    pub fn run_local(&self, f: &Function, args: Vec<Tensor>, place: Place) -> Result<Vec<Tensor>, EvalError> {
+        let mut env: HashMap<Value, Tensor> = f.params.iter().copied().zip(args).collect();
+        for &i in &f.body {
+            let inst = &f.insts[i];
+            let operands: Vec<&Tensor> = inst.operands.iter().map(|v| &env[v]).collect();
+            let results = match inst.op {
+                Opcode::Call => {
+                    let g = self.callee(inst.callee.as_deref())?;
+                    let args = operands.into_iter().cloned().collect();
+                    match (place, self.m.funcs[g].kind) {
+                        (Place::Global, _) => self.call_global(g, args)?,
+                        (Place::Device, FuncKind::Global) => self.run_local(&self.m.funcs[g], args, place)?,
+                        (Place::Device, FuncKind::Spmd) => {
+                            return Err(self.internal(f, inst.op, "spmd call outside lockstep".into()))
+                        }
+                    }
+                }
+                Opcode::Vmap => self.vmap_at(f, inst, &operands, place)?,
+                Opcode::Grad => {
+                    return Err(EvalError::Unsupported(format!(
+                        "'grad' in @{} is expanded by the compiler's autodiff transform, which pjc eval does not run yet",
+                        f.name
+                    )))
+                }
+                _ if inst.op.is_collective() || inst.op == Opcode::AxisIndex => {
+                    return Err(self.internal(f, inst.op, "collective outside a spmd func".into()))
+                }
+                _ => vec![ops::eval_op(f, inst, &operands).map_err(|e| self.internal(f, inst.op, e.to_string()))?],
+            };
+            for (r, t) in inst.results.iter().zip(results) {
+                env.insert(*r, t);
+            }
+        }
+        Ok(f.ret.iter().map(|v| env[v].clone()).collect())
+    }
+
+    pub fn callee(&self, name: Option<&str>) -> Result<FuncId, EvalError> {
+        name.and_then(|n| self.m.func_by_name(n)).ok_or_else(|| EvalError::Internal {
+            func: String::new(),
+            op: "call".into(),
+            msg: format!("unknown function {name:?}"),
+        })
+    }
+
+    pub fn internal(&self, f: &Function, op: Opcode, msg: String) -> EvalError {
+        EvalError::Internal { func: f.name.clone(), op: op.name().to_string(), msg }
+    }
+
+    /// `vmap`: a loop of calls over the mapped dimension, results stacked along
+    /// `out_dims` (an output that ignores the mapped inputs is broadcast by the
+    /// stacking itself).
+    pub(crate) fn vmap_at(
+        &self,
+        f: &Function,
+        inst: &pjc_ir::InstData,
+        operands: &[&Tensor],
+        place: Place,
+    ) -> Result<Vec<Tensor>, EvalError> {
+        let err = |e: pjc_tensor::TensorError| self.internal(f, inst.op, e.to_string());
+        let g = self.callee(inst.callee.as_deref())?;
+        let in_dims: Vec<Option<usize>> = inst
+            .attr("in_dims")
+            .and_then(|a| a.as_list())
+            .unwrap_or(&[])
+            .iter()
+            .map(|v| v.as_int().map(|i| i as usize))
+            .collect();
+        let out_dims: Vec<usize> =
+            inst.attr("out_dims").and_then(|a| a.as_ints()).unwrap_or_default().iter().map(|&i| i as usize).collect();
+        let batch = operands
+            .iter()
+            .zip(&in_dims)
+            .find_map(|(t, d)| d.map(|d| t.shape[d]))
+            .ok_or_else(|| self.internal(f, inst.op, "no mapped operand".into()))?;
+        let mut per_step: Vec<Vec<Tensor>> = vec![];
+        for b in 0..batch {
+            let mut args = vec![];
+            for (t, d) in operands.iter().zip(&in_dims) {
+                args.push(match d {
+                    None => (*t).clone(),
+                    Some(d) => {
+                        let mut start = vec![0; t.rank()];
+                        let mut limit = t.shape.clone();
+                        start[*d] = b;
+                        limit[*d] = b + 1;
+                        let s = pjc_tensor::slice(t, &start, &limit, &vec![1; t.rank()]).map_err(err)?;
+                        let mut shape = t.shape.clone();
+                        shape.remove(*d);
+                        pjc_tensor::reshape(&s, &shape).map_err(err)?
+                    }
+                });
+            }
+            let out = match place {
+                Place::Global => self.call_global(g, args)?,
+                Place::Device => self.run_local(&self.m.funcs[g], args, place)?,
+            };
+            per_step.push(out);
+        }
+        let mut results = vec![];
+        for (k, &od) in out_dims.iter().enumerate() {
+            let parts: Vec<Tensor> = per_step
+                .iter()
+                .map(|outs| {
+                    let mut shape = outs[k].shape.clone();
+                    shape.insert(od, 1);
+                    pjc_tensor::reshape(&outs[k], &shape)
+                })
+                .collect::<Result<_, _>>()
+                .map_err(err)?;
+            let refs: Vec<&Tensor> = parts.iter().collect();
+            results.push(pjc_tensor::concat(&refs, od).map_err(err)?);
+        }
+        Ok(results)
+    }
+}

@@ -1,0 +1,186 @@
+//! Simulation of a `spmd func` on every device of the mesh, in lockstep, with
+//! the collectives of spec section 8 computed from the group members' values.
+
+use crate::{Interp, Place};
+use pjc_ir::{FuncKind, Function, InstData, Mesh, Opcode, Sharding, Value};
+use pjc_tensor::{Tensor, TensorError};
+use std::collections::HashMap;
+
+/// The block of a global array that `device` holds under sharding `s`:
+/// per dimension, (start, size).
+pub(crate) fn shard_block(mesh: &Mesh, s: Option<&Sharding>, global: &[usize], device: u64) -> Vec<(usize, usize)> {
+    let coords = mesh.coords(device);
+    (0..global.len())
+        .map(|d| {
+            let axes: &[String] = s.map_or(&[], |s| s.dim_axes(d));
+            let mut index = 0u64;
+            let mut n = 1u64;
+            for a in axes {
+                let ai = mesh.axis(a).expect("verified axis");
+                index = index * mesh.axes[ai].size + coords[ai];
+                n *= mesh.axes[ai].size;
+            }
+            let size = global[d] / n as usize;
+            (index as usize * size, size)
+        })
+        .collect()
+}
+
+/// Devices of `device`'s group over `axes`, in group order (first axis major),
+/// and `device`'s position in it.
+pub(crate) fn group(mesh: &Mesh, axes: &[String], device: u64) -> (Vec<u64>, usize) {
+    let coords = mesh.coords(device);
+    let idx: Vec<usize> = axes.iter().map(|a| mesh.axis(a).expect("verified axis")).collect();
+    let n: u64 = idx.iter().map(|&i| mesh.axes[i].size).product();
+    let mut members = Vec::with_capacity(n as usize);
+    let mut pos = 0;
+    for k in 0..n {
+        let mut c = coords.clone();
+        let mut rest = k;
+        for &i in idx.iter().rev() {
+            c[i] = rest % mesh.axes[i].size;
+            rest /= mesh.axes[i].size;
+        }
+        let dev = mesh.device(&c);
+        if dev == device {
+            pos = k as usize;
+        }
+        members.push(dev);
+    }
+    (members, pos)
+}
+
+fn cut(t: &Tensor, dim: usize, index: usize, n: usize) -> Result<Tensor, TensorError> {
+    let size = t.shape[dim] / n;
+    let mut start = vec![0; t.rank()];
+    let mut limit = t.shape.clone();
+    start[dim] = index * size;
+    limit[dim] = (index + 1) * size;
+    pjc_tensor::slice(t, &start, &limit, &vec![1; t.rank()])
+}
+
+impl<'m> Interp<'m> {
+    /// A `func` calling a `spmd func` (or a `spmd func` entry): split, run, assemble.
+    pub(crate) fn shard_map(&self, f: &Function, args: Vec<Tensor>) -> Result<Vec<Tensor>, crate::EvalError> {
+        let n = self.mesh.device_count();
+        let e = |e: TensorError| self.internal(f, Opcode::Call, e.to_string());
+        let mut per_dev: Vec<Vec<Tensor>> = vec![Vec::with_capacity(args.len()); n as usize];
+        for (k, a) in args.iter().enumerate() {
+            let s = f.values[f.params[k]].sharding.as_ref();
+            for dev in 0..n {
+                let block = shard_block(&self.mesh, s, &a.shape, dev);
+                let start: Vec<usize> = block.iter().map(|b| b.0).collect();
+                let limit: Vec<usize> = block.iter().map(|b| b.0 + b.1).collect();
+                per_dev[dev as usize].push(pjc_tensor::slice(a, &start, &limit, &vec![1; a.rank()]).map_err(e)?);
+            }
+        }
+        let outs = self.run_spmd(f, per_dev)?;
+        let mut results = vec![];
+        for (k, r) in f.results.iter().enumerate() {
+            let local = &outs[0][k];
+            let global: Vec<usize> = pjc_ir::infer::global_type(&r.ty, r.sharding.as_ref(), &self.mesh)
+                .shape
+                .iter()
+                .map(|&d| d as usize)
+                .collect();
+            let mut out = Tensor::new(global.clone(), pjc_tensor::Buf::splat(local.dtype(), pjc_tensor::Scalar::Int(0), global.iter().product()));
+            for dev in 0..n {
+                let block = shard_block(&self.mesh, r.sharding.as_ref(), &global, dev);
+                let starts: Vec<i128> = block.iter().map(|b| b.0 as i128).collect();
+                out = pjc_tensor::dynamic_update_slice(&out, &outs[dev as usize][k], &starts).map_err(e)?;
+            }
+            results.push(out);
+        }
+        Ok(results)
+    }
+
+    /// Runs `f` on every device; `args[d]` are device d's local arguments.
+    pub(crate) fn run_spmd(&self, f: &Function, args: Vec<Vec<Tensor>>) -> Result<Vec<Vec<Tensor>>, crate::EvalError> {
+        let n = args.len();
+        let mut env: Vec<HashMap<Value, Tensor>> =
+            args.into_iter().map(|a| f.params.iter().copied().zip(a).collect()).collect();
+        for &i in &f.body {
+            let inst = &f.insts[i];
+            let e = |e: TensorError| self.internal(f, inst.op, e.to_string());
+            let results: Vec<Vec<Tensor>> = if inst.op.is_collective() {
+                (0..n as u64)
+                    .map(|dev| self.collective(inst, &env, dev).map(|t| vec![t]))
+                    .collect::<Result<_, _>>()
+                    .map_err(e)?
+            } else if inst.op == Opcode::AxisIndex {
+                let axis = inst.attr("axis").and_then(|a| a.as_ident()).unwrap_or_default();
+                let ai = self.mesh.axis(axis).expect("verified axis");
+                (0..n as u64)
+                    .map(|dev| {
+                        let c = self.mesh.coords(dev)[ai] as i128;
+                        vec![Tensor::from_scalars(pjc_ir::DType::I32, vec![], &[pjc_tensor::Scalar::Int(c)])]
+                    })
+                    .collect()
+            } else if inst.op == Opcode::Call
+                && self.m.funcs[self.callee(inst.callee.as_deref())?].kind == FuncKind::Spmd
+            {
+                let g = &self.m.funcs[self.callee(inst.callee.as_deref())?];
+                let a: Vec<Vec<Tensor>> =
+                    env.iter().map(|env| inst.operands.iter().map(|v| env[v].clone()).collect()).collect();
+                self.run_spmd(g, a)?
+            } else {
+                // Per-device work: reuse the one-place evaluator on a one-instruction view.
+                let mut out = Vec::with_capacity(n);
+                for env in env.iter() {
+                    let ops: Vec<&Tensor> = inst.operands.iter().map(|v| &env[v]).collect();
+                    out.push(self.one(f, inst, &ops, Place::Device)?);
+                }
+                out
+            };
+            for (dev, rs) in results.into_iter().enumerate() {
+                for (r, t) in inst.results.iter().zip(rs) {
+                    env[dev].insert(*r, t);
+                }
+            }
+        }
+        Ok(env.iter().map(|env| f.ret.iter().map(|v| env[v].clone()).collect()).collect())
+    }
+
+    /// One non-collective instruction in one place.
+    fn one(&self, f: &Function, inst: &InstData, ops: &[&Tensor], place: Place) -> Result<Vec<Tensor>, crate::EvalError> {
+        match inst.op {
+            Opcode::Call => {
+                let g = self.callee(inst.callee.as_deref())?;
+                self.run_local(&self.m.funcs[g], ops.iter().map(|t| (*t).clone()).collect(), place)
+            }
+            Opcode::Vmap => self.vmap_at(f, inst, ops, place),
+            Opcode::Grad => Err(crate::EvalError::Unsupported(format!(
+                "'grad' in @{} is expanded by the compiler's autodiff transform, which pjc eval does not run yet",
+                f.name
+            ))),
+            _ => Ok(vec![crate::ops::eval_op(f, inst, ops).map_err(|e| self.internal(f, inst.op, e.to_string()))?]),
+        }
+    }
+
+    /// The value of a collective on `device`.
+    fn collective(&self, inst: &InstData, env: &[HashMap<Value, Tensor>], device: u64) -> Result<Tensor, TensorError> {
+        let axes = inst.attr("axes").and_then(|a| a.as_idents()).unwrap_or_default();
+        let (members, pos) = group(&self.mesh, &axes, device);
+        let v = inst.operands[0];
+        let parts: Vec<&Tensor> = members.iter().map(|&d| &env[d as usize][&v]).collect();
+        let kind = || inst.attr("kind").and_then(|a| a.as_ident()).unwrap_or("sum");
+        let int = |name: &str| inst.attr(name).and_then(|a| a.as_int()).unwrap_or(0);
+        let n = members.len();
+        match inst.op {
+            Opcode::AllReduce => pjc_tensor::combine(kind(), &parts),
+            Opcode::AllGather => pjc_tensor::concat(&parts, int("dim") as usize),
+            Opcode::ReduceScatter => cut(&pjc_tensor::combine(kind(), &parts)?, int("dim") as usize, pos, n),
+            Opcode::AllToAll => {
+                let (sd, cd) = (int("split_dim") as usize, int("concat_dim") as usize);
+                let chunks: Vec<Tensor> = parts.iter().map(|t| cut(t, sd, pos, n)).collect::<Result<_, _>>()?;
+                pjc_tensor::concat(&chunks.iter().collect::<Vec<_>>(), cd)
+            }
+            Opcode::CollectivePermute => {
+                // Position k sends to k + shift, so we receive from pos - shift.
+                let shift = int("shift").rem_euclid(n as i64) as usize;
+                Ok(parts[(pos + n - shift) % n].clone())
+            }
+            op => Err(TensorError::Invalid(format!("'{op}' is not a collective"))),
+        }
+    }
+}

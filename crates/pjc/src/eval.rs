@@ -1,0 +1,124 @@
+//! `pjc eval`: gather the inputs the spec's section 10 describes, run the
+//! reference interpreter, write the outputs.
+
+use crate::{io_reason, load, Failure};
+use pjc_ir::infer::global_type;
+use pjc_ir::{DType, FuncKind, Function, Module};
+use pjc_tensor::Tensor;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+fn env(e: pjc_tensor::TensorError) -> Failure {
+    Failure::Env(e.to_string())
+}
+
+/// Where an input came from, for messages.
+struct Source {
+    tensor: Tensor,
+    from: String,
+}
+
+/// Reads one `--input NAME=PATH`: a `.npy` file, or a `.safetensors` file holding
+/// a tensor called NAME (or exactly one tensor).
+fn read_one(name: &str, path: &Path) -> Result<Tensor, Failure> {
+    if path.extension().is_some_and(|e| e == "safetensors") {
+        let mut all = pjc_tensor::read_safetensors(path).map_err(env)?;
+        if let Some(i) = all.iter().position(|(n, _)| n == name) {
+            return Ok(all.swap_remove(i).1);
+        }
+        if all.len() == 1 {
+            return Ok(all.pop().unwrap().1);
+        }
+        return Err(Failure::Env(format!(
+            "'{}' holds no tensor named '{name}' (it holds {})",
+            path.display(),
+            all.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    pjc_tensor::read_npy(path).map_err(env)
+}
+
+/// Collects one tensor per parameter of `f`, checked against its global type.
+/// `--input` overrides `--inputs`; tensors in `--inputs` files that match no
+/// parameter are ignored; `--input` naming no parameter is an error.
+pub fn gather_inputs(m: &Module, f: &Function, input: &[String], inputs: &[PathBuf]) -> Result<Vec<Tensor>, Failure> {
+    let params: Vec<&str> = (0..f.params.len()).map(|i| f.param_name(i)).collect();
+    let mut got: HashMap<String, Source> = HashMap::new();
+    for file in inputs {
+        for (name, t) in pjc_tensor::read_safetensors(file).map_err(env)? {
+            if params.contains(&name.as_str()) {
+                got.insert(name, Source { tensor: t, from: file.display().to_string() });
+            }
+        }
+    }
+    for spec in input {
+        let Some((name, path)) = spec.split_once('=') else {
+            return Err(Failure::Env(format!("--input '{spec}' must look like NAME=PATH")));
+        };
+        if !params.contains(&name) {
+            return Err(Failure::Env(format!(
+                "--input names '{name}', but @{} has no parameter '{name}' (its parameters: {})",
+                f.name,
+                params.join(", ")
+            )));
+        }
+        let t = read_one(name, Path::new(path))?;
+        got.insert(name.to_string(), Source { tensor: t, from: path.to_string() });
+    }
+    let mut out = vec![];
+    for (i, &name) in params.iter().enumerate() {
+        // A spmd entry's signature has local types; its inputs are global arrays.
+        let v = &f.values[f.params[i]];
+        let want = &match f.kind {
+            FuncKind::Spmd => global_type(&v.ty, v.sharding.as_ref(), &m.mesh_or_single()),
+            FuncKind::Global => v.ty.clone(),
+        };
+        let Some(src) = got.remove(name) else {
+            return Err(Failure::Env(format!(
+                "no input for parameter '{name}' ({want}): give --input {name}=PATH or --inputs FILE.safetensors"
+            )));
+        };
+        let mut t = src.tensor;
+        // .npy has no bf16: a bf16 parameter accepts f32 (rounded to nearest even).
+        if want.dtype == DType::BF16 && t.dtype() == DType::F32 {
+            t = pjc_tensor::convert(&t, DType::BF16).map_err(env)?;
+        }
+        let shape: Vec<u64> = t.shape.iter().map(|&d| d as u64).collect();
+        if t.dtype() != want.dtype || shape != want.shape {
+            let got_ty = pjc_ir::TensorType::new(t.dtype(), shape);
+            return Err(Failure::Env(format!(
+                "input '{name}' from '{}' is {got_ty}, but parameter %{name} of @{} is {want}",
+                src.from, f.name
+            )));
+        }
+        out.push(t);
+    }
+    Ok(out)
+}
+
+/// Writes results: one `.safetensors` file, or a directory of `NAME.npy`.
+pub fn write_outputs(path: &Path, named: &[(String, Tensor)]) -> Result<(), Failure> {
+    if path.extension().is_some_and(|e| e == "safetensors") {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Failure::Env(format!("cannot create '{}': {}", dir.display(), io_reason(&e))))?;
+        }
+        return pjc_tensor::write_safetensors(path, named).map_err(env);
+    }
+    std::fs::create_dir_all(path)
+        .map_err(|e| Failure::Env(format!("cannot create output directory '{}': {}", path.display(), io_reason(&e))))?;
+    for (name, t) in named {
+        pjc_tensor::write_npy(&path.join(format!("{name}.npy")), t).map_err(env)?;
+    }
+    Ok(())
+}
+
+pub fn run(file: &Path, entry: &str, input: &[String], inputs: &[PathBuf], output: &Path) -> Result<(), Failure> {
+    let (m, id): (Module, _) = load(file, Some(entry))?;
+    let f = &m.funcs[id];
+    let args = gather_inputs(&m, f, input, inputs)?;
+    let results = pjc_interp::eval(&m, id, args).map_err(|e| Failure::Env(e.to_string()))?;
+    let named: Vec<(String, Tensor)> =
+        results.into_iter().enumerate().map(|(i, t)| (f.result_name(i), t)).collect();
+    write_outputs(output, &named)
+}
