@@ -10,7 +10,8 @@
 //!   result named like a parameter (state carry) has that parameter's type and
 //!   sharding;
 //! - bodies: collectives appear only in `spmd func`; attributes are known to the
-//!   op, of the declared kind, and present when required; operand and result
+//!   op, of the declared kind, and present when required (attributes equal to
+//!   their default are then dropped, so the IR has one form per program); operand and result
 //!   types follow the op's type rule (`pjc_ir::infer`), and written result types
 //!   equal the inferred ones; sharding constraints are allowed only in a `func`
 //!   and follow the signature rules (but may use `?`);
@@ -273,6 +274,16 @@ fn body(f: &mut Function, mesh: &Mesh, sigs: &HashMap<String, CalleeSig>, d: &mu
                     d.push(Diag::new(span, e.msg));
                 }
             }
+        }
+        if inferred.is_some() {
+            // Canonical form: an attribute equal to its default is absent.
+            let operand_types: Vec<TensorType> = inst.operands.iter().map(|&v| f.values[v].ty.clone()).collect();
+            let refs: Vec<&TensorType> = operand_types.iter().collect();
+            let wr = pjc_ir::infer::window_rank(inst.op, &refs);
+            f.insts[inst_id].attrs.retain(|a| {
+                let def = inst.op.def().attrs.iter().find(|d| d.name == a.name);
+                def.and_then(|d| pjc_ir::infer::default_value(d, wr)).as_ref() != Some(&a.value)
+            });
         }
         match inferred {
             Some(types) => {

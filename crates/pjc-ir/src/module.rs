@@ -285,3 +285,43 @@ impl Module {
         self.mesh.clone().unwrap_or_default()
     }
 }
+
+impl Module {
+    /// A copy with every span cleared and every result type marked as written:
+    /// what stays equal when a module is printed and parsed back
+    /// (`parse(print(m)).without_spans() == m.without_spans()`).
+    pub fn without_spans(&self) -> Module {
+        let mut m = self.clone();
+        m.mesh_span = Span::NONE;
+        if let Some(mesh) = &mut m.mesh {
+            for a in &mut mesh.axes {
+                a.span = Span::NONE;
+            }
+        }
+        let ids: Vec<FuncId> = m.funcs.keys().collect();
+        for id in ids {
+            let f = &mut m.funcs[id];
+            f.span = Span::NONE;
+            f.name_span = Span::NONE;
+            f.ret_span = Span::NONE;
+            f.ret_spans.iter_mut().for_each(|s| *s = Span::NONE);
+            f.results.iter_mut().for_each(|r| r.span = Span::NONE);
+            let vals: Vec<Value> = f.values.keys().collect();
+            for v in vals {
+                f.values[v].span = Span::NONE;
+            }
+            let insts: Vec<Inst> = f.insts.keys().collect();
+            for i in insts {
+                let d = &mut f.insts[i];
+                d.span = Span::NONE;
+                d.op_span = Span::NONE;
+                d.types_span = Span::NONE;
+                d.callee_span = Span::NONE;
+                d.types_written = true;
+                d.operand_spans.iter_mut().for_each(|s| *s = Span::NONE);
+                d.attrs.iter_mut().for_each(|a| a.span = Span::NONE);
+            }
+        }
+        m
+    }
+}
