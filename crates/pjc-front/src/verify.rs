@@ -43,19 +43,7 @@ pub fn verify(m: &mut Module) -> Result<(), Vec<Diag>> {
     for (_, f) in m.funcs.iter() {
         signature(f, &mesh, &mut d);
     }
-    let sigs: HashMap<String, CalleeSig> = m
-        .funcs
-        .values()
-        .map(|f| {
-            let sig = CalleeSig {
-                name: f.name.clone(),
-                kind: f.kind,
-                params: f.params.iter().map(|&p| (f.values[p].ty.clone(), f.values[p].sharding.clone())).collect(),
-                results: f.results.iter().map(|r| (r.ty.clone(), r.sharding.clone())).collect(),
-            };
-            (f.name.clone(), sig)
-        })
-        .collect();
+    let sigs = pjc_ir::builder::signatures(m);
     let ids: Vec<FuncId> = m.funcs.keys().collect();
     for id in ids {
         body(&mut m.funcs[id], &mesh, &sigs, &mut d);

@@ -8,6 +8,7 @@
 //! handle. The op vocabulary is `pjc_dialects::Opcode`; this crate never lists
 //! ops except in [`infer`], the one place that knows each op's type rule.
 
+pub mod builder;
 pub mod entity;
 pub mod infer;
 pub mod module;

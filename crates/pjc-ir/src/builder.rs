@@ -1,0 +1,124 @@
+//! Building instructions from passes: operands in, result values out, with
+//! result types from [`crate::infer`] so that no pass guesses a type, and fresh
+//! readable names derived from the value's origin.
+
+use crate::infer::{infer, CalleeSig, InferCtx, InferError};
+use crate::module::{Attr, AttrValue, Comments, Function, InstData, Literal, Module, Number, ValueDef};
+use crate::types::{Mesh, Span, TensorType};
+use crate::{Opcode, Value};
+use std::collections::{HashMap, HashSet};
+
+/// Signatures of every function of a module, by name (what `call`, `grad` and
+/// `vmap` need for inference).
+pub fn signatures(m: &Module) -> HashMap<String, CalleeSig> {
+    m.funcs
+        .values()
+        .map(|f| {
+            let sig = CalleeSig {
+                name: f.name.clone(),
+                kind: f.kind,
+                params: f.params.iter().map(|&p| (f.values[p].ty.clone(), f.values[p].sharding.clone())).collect(),
+                results: f.results.iter().map(|r| (r.ty.clone(), r.sharding.clone())).collect(),
+            };
+            (f.name.clone(), sig)
+        })
+        .collect()
+}
+
+/// Appends instructions to the end of a function's body.
+pub struct Builder<'a> {
+    pub func: &'a mut Function,
+    pub mesh: &'a Mesh,
+    pub sigs: &'a HashMap<String, CalleeSig>,
+    names: HashSet<String>,
+}
+
+impl<'a> Builder<'a> {
+    pub fn new(func: &'a mut Function, mesh: &'a Mesh, sigs: &'a HashMap<String, CalleeSig>) -> Builder<'a> {
+        let names = func.values.values().map(|v| v.name.clone()).collect();
+        Builder { func, mesh, sigs, names }
+    }
+
+    /// A name not yet used in the function: `base`, else `base.1`, `base.2`, ...
+    pub fn fresh(&mut self, base: &str) -> String {
+        let base = if base.is_empty() { "v" } else { base };
+        let mut name = base.to_string();
+        let mut k = 1;
+        while self.names.contains(&name) {
+            name = format!("{base}.{k}");
+            k += 1;
+        }
+        self.names.insert(name.clone());
+        name
+    }
+
+    /// Adds `op` with the given operands and attributes. `written` gives the
+    /// result types for ops whose type must be written (constant, iota,
+    /// broadcast, reshape, convert, bitcast_convert, axis_index) or that pick
+    /// their result dtype from it (dot_general, convolution, argmax/argmin).
+    /// Results are named `name`, `name.1`, ... (made unique).
+    pub fn try_build(
+        &mut self,
+        op: Opcode,
+        operands: &[Value],
+        attrs: Vec<(&str, AttrValue)>,
+        callee: Option<&str>,
+        written: Option<Vec<TensorType>>,
+        name: &str,
+    ) -> Result<Vec<Value>, InferError> {
+        let mut inst = InstData::new(op);
+        inst.operands = operands.to_vec();
+        inst.operand_spans = vec![Span::NONE; operands.len()];
+        inst.attrs = attrs.into_iter().map(|(n, v)| Attr { name: n.to_string(), value: v, span: Span::NONE }).collect();
+        inst.callee = callee.map(str::to_string);
+        inst.comments = Comments::default();
+        let types = {
+            let operand_types: Vec<&TensorType> = operands.iter().map(|&v| &self.func.values[v].ty).collect();
+            let ctx = InferCtx { mesh: self.mesh, caller: self.func.kind, callee: callee.and_then(|c| self.sigs.get(c)) };
+            infer(&inst, &operand_types, written.as_deref(), &ctx)?
+        };
+        let id = self.func.insts.push(inst);
+        let mut results = vec![];
+        for (k, t) in types.into_iter().enumerate() {
+            let n = self.fresh(name);
+            let v = self.func.add_value(&n, t, ValueDef::Result(id, k), Span::NONE);
+            results.push(v);
+        }
+        self.func.insts[id].results = results.clone();
+        self.func.body.push(id);
+        Ok(results)
+    }
+
+    /// Like [`Builder::try_build`] for a single-result op whose operands the pass
+    /// knows to be valid; an inference failure is a bug in the pass.
+    pub fn build(&mut self, op: Opcode, operands: &[Value], attrs: Vec<(&str, AttrValue)>, name: &str) -> Value {
+        match self.try_build(op, operands, attrs, None, None, name) {
+            Ok(v) => v[0],
+            Err(e) => panic!("pass built an invalid '{op}': {}", e.msg),
+        }
+    }
+
+    /// A single-result op whose result type must be written.
+    pub fn build_typed(
+        &mut self,
+        op: Opcode,
+        operands: &[Value],
+        attrs: Vec<(&str, AttrValue)>,
+        ty: TensorType,
+        name: &str,
+    ) -> Value {
+        match self.try_build(op, operands, attrs, None, Some(vec![ty]), name) {
+            Ok(v) => v[0],
+            Err(e) => panic!("pass built an invalid '{op}': {}", e.msg),
+        }
+    }
+
+    /// `constant` filling `ty` with one number.
+    pub fn splat(&mut self, n: Number, ty: TensorType, name: &str) -> Value {
+        let lit = Literal { shape: vec![], elems: vec![n] };
+        let v = self.build_typed(Opcode::Constant, &[], vec![], ty, name);
+        let ValueDef::Result(id, _) = self.func.values[v].def else { unreachable!() };
+        self.func.insts[id].literal = Some(lit);
+        v
+    }
+}
