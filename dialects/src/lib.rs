@@ -6,7 +6,9 @@
 pub mod attr;
 pub mod dtype;
 pub mod ops;
+pub mod sharding;
 
 pub use attr::{AttrDef, AttrDefault, AttrKind};
 pub use dtype::{DClass, DType};
 pub use ops::{Arity, Context, OpDef, Opcode, TypeRule};
+pub use sharding::ShardingRule;

@@ -8,6 +8,7 @@
 
 use crate::attr::{self, attr, req, AttrDef, AttrDefault as D, AttrKind as K};
 use crate::dtype::DClass;
+use crate::sharding::ShardingRule;
 
 /// How many operands an op takes.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -61,9 +62,8 @@ pub struct OpDef {
     pub callee: bool,
     /// Expanded by the compiler before sharding (section 9).
     pub transform: bool,
-    /// Factor rule for sharding propagation (Shardy style, e.g. `"ik,kj->ij red{k}"`);
-    /// filled by the sharding-propagation work.
-    pub sharding: Option<&'static str>,
+    /// Factor-rule family for sharding propagation (see [`ShardingRule`]).
+    pub sharding: ShardingRule,
     /// One line for documentation and `--help`-like listings.
     pub summary: &'static str,
 }
@@ -80,14 +80,14 @@ const fn base(name: &'static str, summary: &'static str) -> OpDef {
         literal: false,
         callee: false,
         transform: false,
-        sharding: None,
+        sharding: ShardingRule::Manual,
         summary,
     }
 }
 
 /// A one-operand elementwise op over the given dtype class.
 const fn unary(name: &'static str, operands: DClass, summary: &'static str) -> OpDef {
-    OpDef { operands, rule: TypeRule::Elementwise, elementwise: true, ..base(name, summary) }
+    OpDef { operands, rule: TypeRule::Elementwise, elementwise: true, sharding: ShardingRule::Elementwise, ..base(name, summary) }
 }
 
 /// A two-operand elementwise op over the given dtype class.
@@ -97,6 +97,7 @@ const fn binary(name: &'static str, operands: DClass, summary: &'static str) -> 
         operands,
         rule: TypeRule::Elementwise,
         elementwise: true,
+        sharding: ShardingRule::Elementwise,
         ..base(name, summary)
     }
 }
@@ -106,9 +107,10 @@ const fn op(
     arity: Arity,
     attrs: &'static [AttrDef],
     rule: TypeRule,
+    sharding: ShardingRule,
     summary: &'static str,
 ) -> OpDef {
-    OpDef { arity, attrs, rule, ..base(name, summary) }
+    OpDef { arity, attrs, rule, sharding, ..base(name, summary) }
 }
 
 const fn collective(name: &'static str, attrs: &'static [AttrDef], summary: &'static str) -> OpDef {
@@ -122,6 +124,7 @@ const fn calling(name: &'static str, attrs: &'static [AttrDef], transform: bool,
         rule: TypeRule::Callee,
         callee: true,
         transform,
+        sharding: if transform { ShardingRule::Transform } else { ShardingRule::Call },
         ..base(name, summary)
     }
 }
@@ -132,6 +135,7 @@ const fn numeric(d: OpDef) -> OpDef {
 
 use Arity::{AtLeast, Exactly};
 use DClass::{Any, Float, Int, IntOrPred, Numeric};
+use ShardingRule as S;
 use TypeRule::{Inferred, Written};
 
 const WINDOW: &[AttrDef] = &[
@@ -160,8 +164,8 @@ macro_rules! ops {
 
 ops! {
     // ---- section 7: creation -------------------------------------------------------
-    Constant = OpDef { arity: Exactly(0), rule: Written, literal: true, ..base("constant", "an array filled from a literal") };
-    Iota = OpDef { arity: Exactly(0), attrs: &[req("dim", K::Int)], rule: Written, ..base("iota", "the index along one dimension") };
+    Constant = OpDef { arity: Exactly(0), rule: Written, literal: true, sharding: S::Source, ..base("constant", "an array filled from a literal") };
+    Iota = OpDef { arity: Exactly(0), attrs: &[req("dim", K::Int)], rule: Written, sharding: S::Source, ..base("iota", "the index along one dimension") };
 
     // ---- section 7: unary elementwise ---------------------------------------------
     Neg = unary("neg", Numeric, "negation (wraps for integers)");
@@ -202,31 +206,31 @@ ops! {
     Shr = binary("shr", Int, "shift right (arithmetic for signed, logical for unsigned)");
 
     // ---- section 7: other elementwise ---------------------------------------------
-    Clamp = OpDef { arity: Exactly(3), operands: Any, elementwise: true, ..base("clamp", "min(max(x, lo), hi)") };
-    Compare = OpDef { arity: Exactly(2), attrs: &[req("dir", K::Enum(attr::COMPARE_DIRS))], rule: TypeRule::ElementwiseToPred, elementwise: true, ..base("compare", "elementwise comparison giving pred") };
-    Select = OpDef { arity: Exactly(3), elementwise: true, ..base("select", "pick from the second or third operand by a pred") };
-    Convert = OpDef { rule: Written, elementwise: true, ..base("convert", "change the dtype") };
-    BitcastConvert = OpDef { rule: Written, elementwise: true, ..base("bitcast_convert", "reinterpret the bits as another dtype of the same width") };
+    Clamp = OpDef { arity: Exactly(3), operands: Any, elementwise: true, sharding: S::Elementwise, ..base("clamp", "min(max(x, lo), hi)") };
+    Compare = OpDef { arity: Exactly(2), attrs: &[req("dir", K::Enum(attr::COMPARE_DIRS))], rule: TypeRule::ElementwiseToPred, elementwise: true, sharding: S::Elementwise, ..base("compare", "elementwise comparison giving pred") };
+    Select = OpDef { arity: Exactly(3), elementwise: true, sharding: S::Elementwise, ..base("select", "pick from the second or third operand by a pred") };
+    Convert = OpDef { rule: Written, elementwise: true, sharding: S::Elementwise, ..base("convert", "change the dtype") };
+    BitcastConvert = OpDef { rule: Written, elementwise: true, sharding: S::Elementwise, ..base("bitcast_convert", "reinterpret the bits as another dtype of the same width") };
 
     // ---- section 7: shape ops -----------------------------------------------------
-    Broadcast = op("broadcast", Exactly(1), &[attr("dims", K::IntList, D::EmptyList)], Written, "operand dim i goes to result dim dims[i]");
-    Reshape = op("reshape", Exactly(1), &[], Written, "same elements, new shape (row-major)");
-    Transpose = op("transpose", Exactly(1), &[req("perm", K::IntList)], Inferred, "result dim i is operand dim perm[i]");
-    Slice = op("slice", Exactly(1), &[req("start", K::IntList), req("limit", K::IntList), attr("stride", K::IntList, D::Ones)], Inferred, "a strided rectangular piece");
-    Concat = op("concat", AtLeast(1), &[req("dim", K::Dim)], Inferred, "join along one dimension");
-    DynamicSlice = op("dynamic_slice", AtLeast(1), &[req("sizes", K::IntList)], Inferred, "a piece at run-time start indices (clamped)");
-    DynamicUpdateSlice = op("dynamic_update_slice", AtLeast(2), &[], Inferred, "overwrite a piece at run-time start indices (clamped)");
-    Pad = op("pad", Exactly(2), &[req("low", K::IntList), req("high", K::IntList), attr("interior", K::IntList, D::Zeros)], Inferred, "edge and interior padding with a scalar");
-    Reverse = op("reverse", Exactly(1), &[req("dims", K::DimList)], Inferred, "reverse the order along dims");
+    Broadcast = op("broadcast", Exactly(1), &[attr("dims", K::IntList, D::EmptyList)], Written, S::Broadcast, "operand dim i goes to result dim dims[i]");
+    Reshape = op("reshape", Exactly(1), &[], Written, S::Reshape, "same elements, new shape (row-major)");
+    Transpose = op("transpose", Exactly(1), &[req("perm", K::IntList)], Inferred, S::Transpose, "result dim i is operand dim perm[i]");
+    Slice = op("slice", Exactly(1), &[req("start", K::IntList), req("limit", K::IntList), attr("stride", K::IntList, D::Ones)], Inferred, S::Slice, "a strided rectangular piece");
+    Concat = op("concat", AtLeast(1), &[req("dim", K::Dim)], Inferred, S::Concat, "join along one dimension");
+    DynamicSlice = op("dynamic_slice", AtLeast(1), &[req("sizes", K::IntList)], Inferred, S::DynamicSlice, "a piece at run-time start indices (clamped)");
+    DynamicUpdateSlice = op("dynamic_update_slice", AtLeast(2), &[], Inferred, S::DynamicUpdateSlice, "overwrite a piece at run-time start indices (clamped)");
+    Pad = op("pad", Exactly(2), &[req("low", K::IntList), req("high", K::IntList), attr("interior", K::IntList, D::Zeros)], Inferred, S::Pad, "edge and interior padding with a scalar");
+    Reverse = op("reverse", Exactly(1), &[req("dims", K::DimList)], Inferred, S::Reverse, "reverse the order along dims");
 
     // ---- section 7: reductions and contractions -----------------------------------
-    Reduce = op("reduce", Exactly(1), &[req("dims", K::DimList), req("kind", K::Enum(attr::REDUCE_KINDS))], Inferred, "reduce over dims, removing them");
-    Argmax = op("argmax", Exactly(1), &[req("dim", K::Dim)], Inferred, "index of the first maximum along dim");
-    Argmin = op("argmin", Exactly(1), &[req("dim", K::Dim)], Inferred, "index of the first minimum along dim");
+    Reduce = op("reduce", Exactly(1), &[req("dims", K::DimList), req("kind", K::Enum(attr::REDUCE_KINDS))], Inferred, S::Reduce, "reduce over dims, removing them");
+    Argmax = op("argmax", Exactly(1), &[req("dim", K::Dim)], Inferred, S::ArgReduce, "index of the first maximum along dim");
+    Argmin = op("argmin", Exactly(1), &[req("dim", K::Dim)], Inferred, S::ArgReduce, "index of the first minimum along dim");
     DotGeneral = numeric(op("dot_general", Exactly(2), &[
         attr("lhs_batch", K::IntList, D::EmptyList), attr("rhs_batch", K::IntList, D::EmptyList),
         attr("lhs_contract", K::IntList, D::EmptyList), attr("rhs_contract", K::IntList, D::EmptyList),
-    ], Inferred, "batched tensor contraction: batch, lhs free, rhs free"));
+    ], Inferred, S::Dot, "batched tensor contraction: batch, lhs free, rhs free"));
     Convolution = numeric(op("convolution", Exactly(2), &[
         req("dims", K::Str),
         attr("window_strides", K::IntList, D::Ones),
@@ -235,16 +239,16 @@ ops! {
         attr("rhs_dilation", K::IntList, D::Ones),
         attr("feature_group_count", K::Int, D::Int(1)),
         attr("batch_group_count", K::Int, D::Int(1)),
-    ], Inferred, "N-d convolution with XLA dimension labels"));
+    ], Inferred, S::Convolution, "N-d convolution with XLA dimension labels"));
     ReduceWindow = numeric(op("reduce_window", Exactly(1), &[
         req("kind", K::Enum(attr::WINDOW_KINDS)),
         req("window", K::IntList),
         attr("strides", K::IntList, D::Ones),
         attr("padding", K::PadList, D::ZeroPairs),
-    ], Inferred, "sliding-window reduction (pooling)"));
-    SelectAndScatterAdd = numeric(op("select_and_scatter_add", Exactly(2), WINDOW, Inferred, "gradient of max pooling"));
-    Gather = op("gather", Exactly(2), &[req("axis", K::Dim)], Inferred, "numpy take along one axis (indices clamped)");
-    ScatterAdd = numeric(op("scatter_add", Exactly(3), &[req("axis", K::Dim)], Inferred, "add updates into base at indices along one axis"));
+    ], Inferred, S::Window, "sliding-window reduction (pooling)"));
+    SelectAndScatterAdd = numeric(op("select_and_scatter_add", Exactly(2), WINDOW, Inferred, S::Window, "gradient of max pooling"));
+    Gather = op("gather", Exactly(2), &[req("axis", K::Dim)], Inferred, S::Gather, "numpy take along one axis (indices clamped)");
+    ScatterAdd = numeric(op("scatter_add", Exactly(3), &[req("axis", K::Dim)], Inferred, S::ScatterAdd, "add updates into base at indices along one axis"));
 
     // ---- section 8: collectives (spmd func only) ----------------------------------
     AllReduce = collective("all_reduce", &[req("axes", K::AxisList), req("kind", K::Enum(attr::COLLECTIVE_KINDS))], "reduce over a device group; every member gets the result");
@@ -302,6 +306,22 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn every_op_has_a_sharding_rule() {
+        // Manual is only right for ops that exist only in spmd funcs.
+        for &o in Opcode::ALL {
+            let d = o.def();
+            assert_eq!(
+                d.sharding == ShardingRule::Manual,
+                d.context == Context::SpmdOnly,
+                "{o} has sharding rule {:?}",
+                d.sharding
+            );
+        }
+        assert_eq!(Opcode::DotGeneral.def().sharding, ShardingRule::Dot);
+        assert_eq!(Opcode::Exp.def().sharding, ShardingRule::Elementwise);
     }
 
     #[test]
