@@ -27,6 +27,33 @@ enum Cmd {
     },
     /// Print the canonical text of a PIR file.
     Fmt { file: PathBuf },
+    /// Compile a PIR file. For now only `--emit pir` and `--emit sharded` are
+    /// implemented; native executables come with the code generator.
+    Compile {
+        file: PathBuf,
+        /// Output executable (not implemented yet).
+        #[arg(short = 'o', value_name = "OUT")]
+        output: Option<PathBuf>,
+        /// Replace the mesh axis sizes, e.g. data=8,model=1 (same names, same order).
+        #[arg(long, value_name = "A=N,...")]
+        mesh: Option<String>,
+        /// Entry function (default: main).
+        #[arg(long, default_value = "main")]
+        entry: String,
+        /// Print an intermediate form instead of writing an executable.
+        #[arg(long, value_enum, value_name = "KIND")]
+        emit: Option<Emit>,
+    },
+    /// For every value: global shape, sharding, per-device shape, and why.
+    Explain {
+        file: PathBuf,
+        /// Replace the mesh axis sizes, e.g. data=8,model=1.
+        #[arg(long, value_name = "A=N,...")]
+        mesh: Option<String>,
+        /// Entry function (default: main).
+        #[arg(long, default_value = "main")]
+        entry: String,
+    },
     /// Run the entry function in the reference interpreter.
     Eval {
         file: PathBuf,
@@ -43,6 +70,21 @@ enum Cmd {
         #[arg(long, default_value = "main")]
         entry: String,
     },
+}
+
+/// What `pjc compile --emit` prints.
+#[derive(Copy, Clone, PartialEq, Eq, clap::ValueEnum)]
+enum Emit {
+    /// The program after grad/vmap expansion.
+    Pir,
+    /// Every value with its propagated sharding.
+    Sharded,
+    /// The per-device program (needs the SPMD partitioner: not implemented yet).
+    Spmd,
+    /// LLVM IR (needs the code generator: not implemented yet).
+    Llvm,
+    /// PTX (needs the code generator: not implemented yet).
+    Ptx,
 }
 
 /// Why a command failed; rendered once, in `main`.
@@ -68,13 +110,69 @@ pub fn io_reason(e: &std::io::Error) -> String {
     }
 }
 
-/// Reads, parses and verifies a PIR file, and checks that `entry` exists.
+/// Reads, parses and verifies a PIR file (after applying a `--mesh` override),
+/// and checks that `entry` exists.
 pub fn load(path: &Path, entry: Option<&str>) -> Result<(pjc_ir::Module, pjc_ir::FuncId), Failure> {
+    load_with_mesh(path, entry, None)
+}
+
+pub fn load_with_mesh(
+    path: &Path,
+    entry: Option<&str>,
+    mesh: Option<&str>,
+) -> Result<(pjc_ir::Module, pjc_ir::FuncId), Failure> {
     let src = read_source(path)?;
     let name = path.display().to_string();
-    let m = pjc_front::load(&src).map_err(|d| Failure::Program(pjc_front::render(&name, &src, &d)))?;
+    let program = |d: Vec<pjc_front::Diag>| Failure::Program(pjc_front::render(&name, &src, &d));
+    let mut m = pjc_front::parse(&src).map_err(program)?;
+    if let Some(spec) = mesh {
+        override_mesh(&mut m, spec)?;
+    }
+    pjc_front::verify(&mut m).map_err(program)?;
     let entry = entry.unwrap_or("main");
-    let id = pjc_front::check_entry(&m, entry).map_err(|d| Failure::Program(pjc_front::render(&name, &src, &[d])))?;
+    let id = pjc_front::check_entry(&m, entry).map_err(|d| program(vec![d]))?;
+    Ok((m, id))
+}
+
+/// `--mesh data=8,model=1`: new sizes for the module's axes (same names, same order).
+fn override_mesh(m: &mut pjc_ir::Module, spec: &str) -> Result<(), Failure> {
+    let mut given = vec![];
+    for part in spec.split(',') {
+        let parsed = part.split_once('=').and_then(|(a, n)| Some((a.trim(), n.trim().parse::<u64>().ok()?)));
+        match parsed {
+            Some((a, n)) if n > 0 && !a.is_empty() => given.push((a.to_string(), n)),
+            _ => return Err(Failure::Env(format!("--mesh '{spec}': expected AXIS=SIZE,... with positive sizes"))),
+        }
+    }
+    let have: Vec<String> = m.mesh.iter().flat_map(|x| x.axes.iter().map(|a| a.name.clone())).collect();
+    let names: Vec<String> = given.iter().map(|g| g.0.clone()).collect();
+    if names != have {
+        return Err(Failure::Env(format!(
+            "--mesh names axes [{}], but the module's mesh has [{}] (--mesh changes sizes only: same names, same order)",
+            names.join(", "),
+            have.join(", ")
+        )));
+    }
+    if let Some(mesh) = &mut m.mesh {
+        for (a, (_, n)) in mesh.axes.iter_mut().zip(given) {
+            a.size = n;
+        }
+    }
+    Ok(())
+}
+
+/// Loads and expands `grad`/`vmap` (what every compile stage starts from).
+fn load_expanded(path: &Path, entry: &str, mesh: Option<&str>) -> Result<(pjc_ir::Module, pjc_ir::FuncId), Failure> {
+    let (mut m, id) = load_with_mesh(path, Some(entry), mesh)?;
+    let name = path.display().to_string();
+    pjc_transforms::expand(&mut m).map_err(|e| {
+        let src = std::fs::read_to_string(path).unwrap_or_default();
+        Failure::Program(pjc_front::render(&name, &src, &[pjc_front::Diag::new(e.span, e.msg)]))
+    })?;
+    // The transforms promise verified output; check it, so a bug shows as an error.
+    pjc_front::verify(&mut m).map_err(|d| {
+        Failure::Env(format!("internal error: the expanded program does not verify: {}", d[0].msg))
+    })?;
     Ok((m, id))
 }
 
@@ -89,6 +187,34 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let name = file.display().to_string();
             let m = pjc_front::load(&src).map_err(|d| Failure::Program(pjc_front::render(&name, &src, &d)))?;
             print!("{}", pjc_front::print_module(&m));
+            Ok(())
+        }
+        Cmd::Compile { file, output, mesh, entry, emit } => {
+            let (m, id) = load_expanded(&file, &entry, mesh.as_deref())?;
+            match (emit, output) {
+                (Some(Emit::Pir), _) => print!("{}", pjc_front::print_module(&m)),
+                (Some(Emit::Sharded), _) => {
+                    let p = pjc_sharding::propagate(&m, id);
+                    print!("{}", pjc_front::print_module(&pjc_sharding::annotate(&m, &p)));
+                }
+                (Some(Emit::Spmd), _) => {
+                    return Err(Failure::Env("unsupported: --emit spmd needs the SPMD partitioner, which pjc does not have yet".into()))
+                }
+                (Some(Emit::Llvm | Emit::Ptx), _) => {
+                    return Err(Failure::Env("unsupported: --emit llvm/ptx needs the code generator, which pjc does not have yet".into()))
+                }
+                (None, _) => {
+                    return Err(Failure::Env(
+                        "unsupported: pjc cannot write executables yet (no code generator); use --emit pir or --emit sharded".into(),
+                    ))
+                }
+            }
+            Ok(())
+        }
+        Cmd::Explain { file, mesh, entry } => {
+            let (m, id) = load_expanded(&file, &entry, mesh.as_deref())?;
+            let p = pjc_sharding::propagate(&m, id);
+            print!("{}", pjc_sharding::explain(&m, &p));
             Ok(())
         }
         Cmd::Eval { file, input, inputs, output, entry } => eval::run(&file, &entry, &input, &inputs, &output),

@@ -1,0 +1,109 @@
+//! Transforms of spec section 9, expanded into ordinary PIR before sharding.
+//!
+//! [`expand`] visits functions callees-first; every `grad` or `vmap` instruction
+//! becomes a `call` of a generated function (`@f.grad`, `@f.vmap`, ...) built by
+//! [`grad::generate`] or [`vmap::generate`]. Callees-first order means a
+//! transform never sees an unexpanded transform inside the function it
+//! transforms, so nesting (grad of grad, vmap of grad, grad of vmap) composes.
+//! [`simplify`] then removes dead code and trivial arithmetic so `--emit pir`
+//! stays readable.
+
+pub mod grad;
+pub mod simplify;
+pub mod vmap;
+
+use pjc_ir::{FuncId, Module, Opcode, Span};
+use std::collections::HashMap;
+
+/// A program the transforms cannot expand (e.g. `grad` through an op with no
+/// gradient rule). Points at the transform instruction in the caller.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TransformError {
+    pub span: Span,
+    pub msg: String,
+}
+
+/// Functions in an order where every callee comes before its callers
+/// (the verifier has rejected call cycles).
+pub fn callees_first(m: &Module) -> Vec<FuncId> {
+    fn visit(m: &Module, id: FuncId, seen: &mut Vec<bool>, out: &mut Vec<FuncId>) {
+        if seen[id.index()] {
+            return;
+        }
+        seen[id.index()] = true;
+        let f = &m.funcs[id];
+        for &i in &f.body {
+            if let Some(c) = f.insts[i].callee.as_deref().and_then(|c| m.func_by_name(c)) {
+                visit(m, c, seen, out);
+            }
+        }
+        out.push(id);
+    }
+    use pjc_ir::EntityRef;
+    let mut seen = vec![false; m.funcs.len()];
+    let mut out = vec![];
+    for id in m.funcs.keys() {
+        visit(m, id, &mut seen, &mut out);
+    }
+    out
+}
+
+/// Replaces every `grad` and `vmap` in the module by a call of a generated
+/// function, then simplifies the generated code. The module must be verified;
+/// it stays verified.
+pub fn expand(m: &mut Module) -> Result<(), TransformError> {
+    // Generated functions, keyed by the transform and its attributes, so the
+    // same transform of the same function is generated once.
+    let mut made: HashMap<String, String> = HashMap::new();
+    for id in callees_first(m) {
+        let body = m.funcs[id].body.clone();
+        for inst in body {
+            let data = &m.funcs[id].insts[inst];
+            if !matches!(data.op, Opcode::Grad | Opcode::Vmap) {
+                continue;
+            }
+            let op = data.op;
+            let span = data.span;
+            let callee = data.callee.clone().unwrap_or_default();
+            let attrs = data.attrs.clone();
+            let key = format!(
+                "{op} @{callee} {}",
+                attrs.iter().map(|a| format!("{}={:?}", a.name, a.value)).collect::<Vec<_>>().join(" ")
+            );
+            let name = match made.get(&key) {
+                Some(n) => n.clone(),
+                None => {
+                    let target = m.func_by_name(&callee).ok_or_else(|| TransformError {
+                        span,
+                        msg: format!("unknown function @{callee}"),
+                    })?;
+                    let f = match op {
+                        Opcode::Grad => grad::generate(m, target, &m.funcs[id].insts[inst])?,
+                        _ => vmap::generate(m, target, &m.funcs[id].insts[inst])?,
+                    };
+                    let name = f.name.clone();
+                    m.funcs.push(f);
+                    made.insert(key, name.clone());
+                    name
+                }
+            };
+            let d = &mut m.funcs[id].insts[inst];
+            d.op = Opcode::Call;
+            d.callee = Some(name);
+            d.attrs.clear();
+        }
+    }
+    simplify::run(m);
+    Ok(())
+}
+
+/// A function name not used in the module: `base`, else `base.1`, ...
+pub fn fresh_func_name(m: &Module, base: &str) -> String {
+    let mut name = base.to_string();
+    let mut k = 1;
+    while m.func_by_name(&name).is_some() {
+        name = format!("{base}.{k}");
+        k += 1;
+    }
+    name
+}
