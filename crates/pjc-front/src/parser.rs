@@ -48,6 +48,10 @@ struct Parser {
 
 const PLACEHOLDER: DType = DType::Pred;
 
+/// How deeply literal and attribute lists may nest. The parser recurses on
+/// nesting, so without a bound a line of `[[[[...` overflows the stack.
+const MAX_NESTING: usize = 256;
+
 impl Parser {
     fn peek(&self) -> &Tok {
         &self.toks[self.pos].tok
@@ -211,6 +215,9 @@ impl Parser {
             let size = self.positive_int("the axis size")?;
             if mesh.axis(&name).is_some() {
                 return self.error(span, format!("mesh axis '{name}' is declared twice"));
+            }
+            if mesh.device_count().checked_mul(size).is_none() {
+                return self.error(span, format!("the mesh has too many devices: the product of the axis sizes must be at most {}", u64::MAX));
             }
             mesh.axes.push(MeshAxis { name, size, span });
             if !self.eat(&Tok::Comma) {
@@ -470,7 +477,7 @@ impl Parser {
         let def = op.def();
         let mut raw_lit = None;
         if def.literal {
-            raw_lit = Some(self.raw_literal()?);
+            raw_lit = Some(self.raw_literal(0)?);
         } else if def.callee {
             match self.peek().clone() {
                 Tok::Func(n) => {
@@ -582,7 +589,7 @@ impl Parser {
         loop {
             let (name, sp) = self.ident("an attribute name")?;
             self.expect(&Tok::Eq, "'=' after the attribute name")?;
-            let value = self.attr_value()?;
+            let value = self.attr_value(0)?;
             if inst.attrs.iter().any(|a| a.name == name) {
                 return self.error(sp, format!("attribute '{name}' is given twice"));
             }
@@ -595,7 +602,7 @@ impl Parser {
         Ok(())
     }
 
-    fn attr_value(&mut self) -> P<AttrValue> {
+    fn attr_value(&mut self, depth: usize) -> P<AttrValue> {
         let sp = self.span();
         match self.peek().clone() {
             Tok::Int(s) => {
@@ -633,11 +640,14 @@ impl Parser {
                 Ok(AttrValue::Str(s))
             }
             Tok::LBracket => {
+                if depth >= MAX_NESTING {
+                    return self.error(sp, format!("attribute lists nest more than {MAX_NESTING} deep"));
+                }
                 self.bump();
                 let mut items = vec![];
                 if !self.eat(&Tok::RBracket) {
                     loop {
-                        items.push(self.attr_value()?);
+                        items.push(self.attr_value(depth + 1)?);
                         if !self.eat(&Tok::Comma) {
                             break;
                         }
@@ -652,7 +662,7 @@ impl Parser {
 
     // ---- literals -------------------------------------------------------------
 
-    fn raw_literal(&mut self) -> P<RawLit> {
+    fn raw_literal(&mut self, depth: usize) -> P<RawLit> {
         let sp = self.span();
         match self.peek().clone() {
             t @ (Tok::Int(_) | Tok::Float(_)) => {
@@ -677,11 +687,14 @@ impl Parser {
                 Ok(RawLit::Bool(s == "true", sp))
             }
             Tok::LBracket => {
+                if depth >= MAX_NESTING {
+                    return self.error(sp, format!("literal lists nest more than {MAX_NESTING} deep"));
+                }
                 self.bump();
                 let mut items = vec![];
                 if !self.eat(&Tok::RBracket) {
                     loop {
-                        items.push(self.raw_literal()?);
+                        items.push(self.raw_literal(depth + 1)?);
                         if !self.eat(&Tok::Comma) {
                             break;
                         }
@@ -790,10 +803,94 @@ pub fn round_decimal(s: &str, d: DType) -> f64 {
         _ => {}
     }
     match d {
-        // Parse straight to f32 so the decimal is rounded once.
+        // Rust parses decimals correctly rounded, straight to the type.
+        DType::F64 => s.parse::<f64>().unwrap_or(f64::NAN),
         DType::F32 => s.parse::<f32>().unwrap_or(f32::NAN) as f64,
-        // decimal -> f64 -> f16/bf16 is innocuous double rounding (53 >= 2*11+2),
-        // provided the second step is correctly rounded, which round_f64 is.
-        _ => d.round_f64(s.parse::<f64>().unwrap_or(f64::NAN)),
+        _ => {
+            // f16/bf16: parse to f64 (one correct rounding), then round to the type.
+            // That second rounding is only wrong when the f64 lands exactly on a
+            // tie of the narrow type while the decimal was not exactly there: then
+            // decide the tie by the decimal itself.
+            let x = s.parse::<f64>().unwrap_or(f64::NAN);
+            let (down, up) = (d.round_f64(next_toward_zero(x)), d.round_f64(next_away(x)));
+            if !x.is_finite() || down == up {
+                return d.round_f64(x);
+            }
+            let exact = format!("{:.1100e}", x.abs());
+            match cmp_decimal(s.trim_start_matches('-'), &exact) {
+                std::cmp::Ordering::Greater => up,
+                std::cmp::Ordering::Less => down,
+                std::cmp::Ordering::Equal => d.round_f64(x),
+            }
+        }
+    }
+}
+
+fn next_away(x: f64) -> f64 {
+    if x == 0.0 {
+        return x;
+    }
+    f64::from_bits(x.to_bits() + 1)
+}
+
+fn next_toward_zero(x: f64) -> f64 {
+    if x == 0.0 {
+        return x;
+    }
+    f64::from_bits(x.to_bits() - 1)
+}
+
+/// Compares two non-negative decimals (`123.45`, `1.5e-3`) exactly.
+fn cmp_decimal(a: &str, b: &str) -> std::cmp::Ordering {
+    // Normalise to (significant digits without leading/trailing zeros, exponent of
+    // the first digit).
+    fn norm(s: &str) -> (String, i64) {
+        let (mant, exp) = match s.find(['e', 'E']) {
+            Some(i) => (&s[..i], s[i + 1..].parse::<i64>().unwrap_or(0)),
+            None => (s, 0),
+        };
+        let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
+        let digits = format!("{int}{frac}");
+        let lead = digits.len() - digits.trim_start_matches('0').len();
+        let sig = digits.trim_start_matches('0').trim_end_matches('0').to_string();
+        (sig, exp + int.len() as i64 - 1 - lead as i64)
+    }
+    let (da, ea) = norm(a);
+    let (db, eb) = norm(b);
+    match (da.is_empty(), db.is_empty()) {
+        (true, true) => return std::cmp::Ordering::Equal,
+        (true, false) => return std::cmp::Ordering::Less,
+        (false, true) => return std::cmp::Ordering::Greater,
+        _ => {}
+    }
+    ea.cmp(&eb).then_with(|| {
+        let n = da.len().max(db.len());
+        format!("{da:0<n$}").cmp(&format!("{db:0<n$}"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn narrow_literals_round_once_from_the_decimal() {
+        // 1.00390625 is the bf16 tie between 1.0 and 1.0078125; the f64 parse lands on it.
+        assert_eq!(round_decimal("1.00390625000000000001", DType::BF16), 1.0078125);
+        assert_eq!(round_decimal("1.00390625", DType::BF16), 1.0);
+        assert_eq!(round_decimal("1.00390624999999999999", DType::BF16), 1.0);
+        assert_eq!(round_decimal("-1.00390625000000000001", DType::BF16), -1.0078125);
+        assert_eq!(round_decimal("1.00048828125000000001", DType::F16), 1.0009765625);
+        assert_eq!(round_decimal("0.1", DType::BF16), half::bf16::from_f32(0.1).to_f64());
+    }
+
+    #[test]
+    fn decimal_comparison_is_exact() {
+        use std::cmp::Ordering::*;
+        assert_eq!(cmp_decimal("1.5e-3", "0.0015"), Equal);
+        assert_eq!(cmp_decimal("100", "1e2"), Equal);
+        assert_eq!(cmp_decimal("0.00150000001", "1.5e-3"), Greater);
+        assert_eq!(cmp_decimal("0", "0.0e5"), Equal);
+        assert_eq!(cmp_decimal("9.99", "10"), Less);
     }
 }

@@ -1,0 +1,6 @@
+func @main(%x: f32[5,7],
+           %s: f32[14]) -> (y: f32[5,7], ys: f32[14]) {
+  %y = cos %x : f32[5,7]
+  %ys = cos %s : f32[14]
+  return %y, %ys
+}

@@ -1,0 +1,6 @@
+func @main(%x: f32[5,7],
+           %s: f32[14]) -> (y: pred[5,7], ys: pred[14]) {
+  %y = is_finite %x : pred[5,7]
+  %ys = is_finite %s : pred[14]
+  return %y, %ys
+}

@@ -1,0 +1,6 @@
+func @main(%x: f64[5,7],
+           %s: f64[14]) -> (y: f64[5,7], ys: f64[14]) {
+  %y = log %x : f64[5,7]
+  %ys = log %s : f64[14]
+  return %y, %ys
+}
