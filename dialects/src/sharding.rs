@@ -30,7 +30,8 @@ pub enum ShardingRule {
     Concat,
     /// Dims whose size changes need replication; start indices are scalars.
     DynamicSlice,
-    /// The operand passes through; update dims smaller than the operand's need replication.
+    /// Dims where the update is as big as the operand pass through; the others need
+    /// replication (where the update lands depends on run-time indices).
     DynamicUpdateSlice,
     /// Padded dims need replication; unpadded dims pass through.
     Pad,
@@ -75,7 +76,7 @@ impl ShardingRule {
             Slice => "([i,j]) -> ([i,k]) need_replication={j,k}",
             Concat => "([i,j],[i,k]) -> ([i,l]) need_replication={j,k,l}",
             DynamicSlice => "([i,j],[],[]) -> ([i,k]) need_replication={j,k}",
-            DynamicUpdateSlice => "([i,j],[i,k],[],[]) -> ([i,j]) need_replication={k}",
+            DynamicUpdateSlice => "([i,j],[i,k],[],[]) -> ([i,j]) need_replication={j,k}",
             Pad => "([i,j],[]) -> ([i,k]) need_replication={j,k}",
             Reverse => "([i,j]) -> ([i,j]) permutation={j}",
             Reduce => "([i,j]) -> ([i]) reduction={j}",

@@ -148,7 +148,9 @@ pub fn factor_rule(f: &Function, inst: &InstData) -> FactorRule {
                 if ops[1].shape[d] == out.shape[d] {
                     r.link(Pass, out.shape[d], &[(0, d), (1, d), (n, d)]);
                 } else {
-                    r.link(Pass, out.shape[d], &[(0, d), (n, d)]);
+                    // Where the update is smaller, which device it lands on depends
+                    // on run-time indices: the dim cannot be split.
+                    r.link(NeedReplication, out.shape[d], &[(0, d), (n, d)]);
                     r.link(NeedReplication, ops[1].shape[d], &[(1, d)]);
                 }
             }

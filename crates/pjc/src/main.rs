@@ -79,7 +79,7 @@ enum Emit {
     Pir,
     /// Every value with its propagated sharding.
     Sharded,
-    /// The per-device program (needs the SPMD partitioner: not implemented yet).
+    /// The per-device program with its collectives.
     Spmd,
     /// LLVM IR (needs the code generator: not implemented yet).
     Llvm,
@@ -176,6 +176,48 @@ fn load_expanded(path: &Path, entry: &str, mesh: Option<&str>) -> Result<(pjc_ir
     Ok((m, id))
 }
 
+/// Propagation, then the SPMD partitioner, on an expanded module.
+fn partition(m: &pjc_ir::Module, id: pjc_ir::FuncId) -> Result<pjc_partition::Partitioned, Failure> {
+    let p = pjc_sharding::propagate(m, id);
+    let annotated = pjc_sharding::annotate(m, &p);
+    let part = pjc_partition::partition(&annotated, id)
+        .map_err(|e| Failure::Env(format!("unsupported: the SPMD partitioner cannot handle this program: {}", e.0)))?;
+    // The partitioner promises a verified per-device program; check it.
+    let mut check = part.module.clone();
+    pjc_front::verify(&mut check).map_err(|d| {
+        let text = pjc_front::print_module(&part.module);
+        Failure::Env(format!(
+            "internal error: the per-device program does not verify:\n{}",
+            pjc_front::render("<spmd>", &text, &d)
+        ))
+    })?;
+    Ok(part)
+}
+
+/// The collectives section of `pjc explain`.
+fn explain_collectives(cs: &[pjc_partition::Inserted]) -> String {
+    use std::fmt::Write;
+    let mut out = String::from("\ncollectives inserted by the partitioner (bytes sent per device, ring formulas):\n");
+    if cs.is_empty() {
+        out.push_str("  none\n");
+        return out;
+    }
+    let total: u64 = cs.iter().map(|c| c.bytes_per_device).sum();
+    for c in cs {
+        let _ = writeln!(
+            out,
+            "  %{:<12} {:<18} over [{}]  {:>10} B  {}",
+            c.value,
+            c.op.name(),
+            c.axes.join(", "),
+            c.bytes_per_device,
+            c.reason
+        );
+    }
+    let _ = writeln!(out, "  total: {} collective{}, {total} B per device", cs.len(), if cs.len() == 1 { "" } else { "s" });
+    out
+}
+
 fn run(cli: Cli) -> Result<(), Failure> {
     match cli.cmd {
         Cmd::Check { file, entry } => {
@@ -198,7 +240,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     print!("{}", pjc_front::print_module(&pjc_sharding::annotate(&m, &p)));
                 }
                 (Some(Emit::Spmd), _) => {
-                    return Err(Failure::Env("unsupported: --emit spmd needs the SPMD partitioner, which pjc does not have yet".into()))
+                    let part = partition(&m, id)?;
+                    print!("{}", pjc_front::print_module(&part.module));
                 }
                 (Some(Emit::Llvm | Emit::Ptx), _) => {
                     return Err(Failure::Env("unsupported: --emit llvm/ptx needs the code generator, which pjc does not have yet".into()))
@@ -215,6 +258,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let (m, id) = load_expanded(&file, &entry, mesh.as_deref())?;
             let p = pjc_sharding::propagate(&m, id);
             print!("{}", pjc_sharding::explain(&m, &p));
+            let part = partition(&m, id)?;
+            print!("{}", explain_collectives(&part.collectives));
             Ok(())
         }
         Cmd::Eval { file, input, inputs, output, entry } => eval::run(&file, &entry, &input, &inputs, &output),

@@ -1,0 +1,323 @@
+//! One global instruction as per-device code: choose factor splits, reshard
+//! operands, emit the op on local shapes, finish split reductions, reshard the
+//! result to its target.
+
+use crate::reshard::{dim_axes, sharding_of};
+use crate::{Collective, Local, PartitionError, Partitioner};
+use pjc_ir::infer::resolved_attr;
+use pjc_ir::{AttrValue, DType, FuncKind, Function, InstData, Literal, Number, Opcode, Sharding, TensorType, Value, ValueDef};
+use pjc_sharding::rules::{factor_rule, FactorKind, FactorRule};
+use std::collections::HashMap;
+
+/// Splits a dim's axes among its factors, major first (a minor factor only
+/// after the major ones are split completely).
+fn split_axes(mesh: &pjc_ir::Mesh, axes: &[String], factors: &[usize], sizes: &[u64]) -> Vec<Vec<String>> {
+    let mut out = vec![vec![]; factors.len()];
+    let (mut k, mut prod) = (0, 1);
+    for a in axes {
+        while k < factors.len() && prod == sizes[factors[k]] {
+            k += 1;
+            prod = 1;
+        }
+        if k >= factors.len() {
+            break;
+        }
+        let s = mesh.size(a).unwrap_or(1);
+        if sizes[factors[k]] % (prod * s) != 0 {
+            break;
+        }
+        prod *= s;
+        out[k].push(a.clone());
+    }
+    out
+}
+
+/// A dim's axes composed from its factors' axes (stopping at an unsplit or
+/// partially split factor).
+fn compose(mesh: &pjc_ir::Mesh, factors: &[usize], fax: &[Option<Vec<String>>], sizes: &[u64]) -> Vec<String> {
+    let mut out = vec![];
+    for &f in factors {
+        let Some(a) = &fax[f] else { break };
+        if a.is_empty() {
+            break;
+        }
+        out.extend(a.iter().cloned());
+        if mesh.group_size(a.iter().map(|x| x.as_str())) != sizes[f] {
+            break;
+        }
+    }
+    out
+}
+
+fn i32_scalar() -> TensorType {
+    TensorType::scalar(DType::I32)
+}
+
+pub(crate) fn lower(
+    p: &mut Partitioner,
+    f: &Function,
+    inst: &InstData,
+    env: &mut HashMap<Value, Local>,
+) -> Result<(), PartitionError> {
+    let op = inst.op;
+    if matches!(op, Opcode::Grad | Opcode::Vmap) {
+        return Err(PartitionError(format!("'{op}' must be expanded before partitioning")));
+    }
+    if op.def().context == pjc_dialects::Context::SpmdOnly {
+        return Err(PartitionError(format!("'{op}' in a func")));
+    }
+    let targets: Vec<Vec<Vec<String>>> = inst
+        .results
+        .iter()
+        .map(|&r| dim_axes(f.values[r].sharding.as_ref().unwrap_or(&Sharding::replicated(f.ty(r).rank()))))
+        .collect();
+    if op == Opcode::Call {
+        return lower_spmd_call(p, f, inst, env, &targets);
+    }
+    let n = inst.operands.len();
+    let rule: FactorRule = factor_rule(f, inst);
+    let nf = rule.kinds.len();
+    let mesh = p.mesh.clone();
+    let mut fax: Vec<Option<Vec<String>>> = vec![None; nf];
+    // 1. Pass-through factors take the result's target split.
+    for (d, fs) in rule.dims[n].iter().enumerate() {
+        let split = split_axes(&mesh, &targets[0][d], fs, &rule.sizes);
+        for (k, &fi) in fs.iter().enumerate() {
+            if rule.kinds[fi] == FactorKind::Pass && !split[k].is_empty() {
+                fax[fi] = Some(split[k].clone());
+            }
+        }
+    }
+    // Reduction factors keep the split the first operand that has one already has,
+    // when the op can finish it with a collective.
+    let reducible = reduction_kind(f, inst).is_some();
+    let used: Vec<String> = fax.iter().flatten().flatten().cloned().collect();
+    for fi in 0..nf {
+        if rule.kinds[fi] != FactorKind::Reduction || !reducible {
+            continue;
+        }
+        'found: for t in 0..n {
+            for (d, fs) in rule.dims[t].iter().enumerate() {
+                if let Some(k) = fs.iter().position(|&x| x == fi) {
+                    let split = split_axes(&mesh, &env[&inst.operands[t]].axes[d], fs, &rule.sizes);
+                    let a = &split[k];
+                    let taken: Vec<String> = fax.iter().flatten().flatten().cloned().collect();
+                    if !a.is_empty() && !a.iter().any(|x| used.contains(x) || taken.contains(x)) {
+                        fax[fi] = Some(a.clone());
+                        break 'found;
+                    }
+                }
+            }
+        }
+    }
+    // 2-3. Reshard operands to what the factors imply.
+    let mut ops: Vec<Value> = vec![];
+    for (t, &a) in inst.operands.iter().enumerate() {
+        let want: Vec<Vec<String>> = rule.dims[t].iter().map(|fs| compose(&mesh, fs, &fax, &rule.sizes)).collect();
+        let l = env[&a].clone();
+        ops.push(p.reshard(l.v, f.ty(a), &l.axes, &want, &format!("operand {t} of {op} %{}", f.values[inst.results[0]].name)));
+    }
+    // 4. The op on local shapes.
+    let computed: Vec<Vec<String>> = rule.dims[n].iter().map(|fs| compose(&mesh, fs, &fax, &rule.sizes)).collect();
+    let global = f.ty(inst.results[0]).clone();
+    let local_ty = p.local(&global, &computed);
+    let name = f.values[inst.results[0]].name.clone();
+    let mut v = emit(p, inst, &ops, &local_ty, &computed, &global, &name)?;
+    // 5. Finish split reductions.
+    let red_axes: Vec<String> = (0..nf)
+        .filter(|&fi| rule.kinds[fi] == FactorKind::Reduction)
+        .filter_map(|fi| fax[fi].clone())
+        .flatten()
+        .collect();
+    let mut have = computed.clone();
+    if !red_axes.is_empty() {
+        let kind = reduction_kind(f, inst).unwrap();
+        let target = &targets[0];
+        // reduce_scatter when the target splits one dim by exactly these axes next.
+        let scatter_dim = (0..have.len()).find(|&d| {
+            target[d].len() == have[d].len() + red_axes.len()
+                && target[d][..have[d].len()] == have[d][..]
+                && target[d][have[d].len()..] == red_axes[..]
+                && (0..have.len()).all(|e| e == d || target[e] == have[e])
+                && p.ty(v).shape[d] % mesh.group_size(red_axes.iter().map(|x| x.as_str())) == 0
+        });
+        let why = format!("{op} %{name} has its {} split over {}: partial results", reduced_what(op), red_axes.join(", "));
+        let axes_attr = AttrValue::List(red_axes.iter().map(|a| AttrValue::Ident(a.clone())).collect());
+        if let Some(d) = scatter_dim {
+            let r = p.b().build(
+                Opcode::ReduceScatter,
+                &[v],
+                vec![("axes", axes_attr), ("dim", AttrValue::Int(d as i64)), ("kind", AttrValue::Ident(kind.into()))],
+                &format!("{name}.rs"),
+            );
+            p.record(r, Collective::ReduceScatter, red_axes.clone(), format!("{why}, and the result is split over them on dim {d}"));
+            have[d].extend(red_axes.iter().cloned());
+            v = r;
+        } else {
+            let r = p.b().build(
+                Opcode::AllReduce,
+                &[v],
+                vec![("axes", axes_attr), ("kind", AttrValue::Ident(kind.into()))],
+                &format!("{name}.ar"),
+            );
+            p.record(r, Collective::AllReduce, red_axes.clone(), why);
+            v = r;
+        }
+    }
+    // 6. The target adds only splits the op could not compute locally (free slices).
+    let v = p.reshard(v, &global, &have, &targets[0], &format!("sharding of %{name}"));
+    env.insert(inst.results[0], Local { v, axes: targets[0].clone() });
+    Ok(())
+}
+
+fn reduced_what(op: Opcode) -> &'static str {
+    match op {
+        Opcode::DotGeneral => "contracting dimension",
+        Opcode::Convolution => "input feature dimension",
+        _ => "reduced dimension",
+    }
+}
+
+/// The all_reduce kind that finishes a split reduction of this op, if any.
+fn reduction_kind(f: &Function, inst: &InstData) -> Option<&'static str> {
+    match inst.op {
+        Opcode::DotGeneral | Opcode::Convolution => Some("sum"),
+        Opcode::Reduce => {
+            let dt = f.ty(inst.operands[0]).dtype;
+            match inst.attr("kind").and_then(|k| k.as_ident()) {
+                Some("sum") if !dt.is_pred() => Some("sum"),
+                Some("prod") if !dt.is_pred() => Some("prod"),
+                Some("max") => Some("max"),
+                Some("min") => Some("min"),
+                Some("sum") | Some("or") if dt.is_pred() => Some("max"),
+                Some("prod") | Some("and") if dt.is_pred() => Some("min"),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Emits the op on local operands.
+fn emit(
+    p: &mut Partitioner,
+    inst: &InstData,
+    ops: &[Value],
+    local_ty: &TensorType,
+    axes: &[Vec<String>],
+    global: &TensorType,
+    name: &str,
+) -> Result<Value, PartitionError> {
+    let op = inst.op;
+    let types: Vec<TensorType> = ops.iter().map(|&v| p.ty(v).clone()).collect();
+    let refs: Vec<&TensorType> = types.iter().collect();
+    let mut attrs: Vec<(String, AttrValue)> = op
+        .def()
+        .attrs
+        .iter()
+        .filter_map(|ad| resolved_attr(inst, ad.name, &refs).map(|v| (ad.name.to_string(), v)))
+        .collect();
+    let set = |attrs: &mut Vec<(String, AttrValue)>, k: &str, v: AttrValue| {
+        if let Some(e) = attrs.iter_mut().find(|e| e.0 == k) {
+            e.1 = v;
+        }
+    };
+    match op {
+        Opcode::Constant => {
+            let lit = inst.literal.clone().unwrap();
+            if lit.shape.is_empty() {
+                let c = p.b().splat(lit.elems[0], local_ty.clone(), name);
+                return Ok(c);
+            }
+            // A dense literal: materialise it whole, then take this device's block.
+            let c = p.b().build_typed(Opcode::Constant, &[], vec![], global.clone(), name);
+            set_literal(p, c, lit);
+            let none = vec![vec![]; axes.len()];
+            return Ok(p.reshard(c, global, &none, axes, &format!("constant %{name}")));
+        }
+        Opcode::Iota => {
+            let dim = inst.attr("dim").and_then(|a| a.as_int()).unwrap_or(0) as usize;
+            let v = p.b().build_typed(Opcode::Iota, &[], vec![("dim", AttrValue::Int(dim as i64))], local_ty.clone(), name);
+            if axes[dim].is_empty() {
+                return Ok(v);
+            }
+            // Offset by this device's first index along the split dim.
+            let pos = p.position(&axes[dim], &format!("{name}.pos"));
+            let size = p.b().splat(Number::Int(local_ty.shape[dim] as i128), i32_scalar(), "block");
+            let off = p.b().build(Opcode::Mul, &[pos, size], vec![], &format!("{name}.off"));
+            let off = p.b().build_typed(Opcode::Convert, &[off], vec![], TensorType::scalar(local_ty.dtype), &format!("{name}.off"));
+            let offb = p.b().build_typed(Opcode::Broadcast, &[off], vec![("dims", AttrValue::List(vec![]))], local_ty.clone(), &format!("{name}.off"));
+            return Ok(p.b().build(Opcode::Add, &[v, offb], vec![], name));
+        }
+        Opcode::Slice => {
+            // Split dims are whole-range slices (the rule makes sliced dims replicated).
+            let mut limit = attrs.iter().find(|e| e.0 == "limit").and_then(|e| e.1.as_ints()).unwrap_or_default();
+            for d in 0..limit.len() {
+                if !axes[d].is_empty() {
+                    limit[d] = types[0].shape[d] as i64;
+                }
+            }
+            set(&mut attrs, "limit", AttrValue::int_list(&limit));
+        }
+        Opcode::DynamicSlice => {
+            set(&mut attrs, "sizes", AttrValue::int_list(&local_ty.shape.iter().map(|&d| d as i64).collect::<Vec<_>>()));
+        }
+        _ => {}
+    }
+    let written = matches!(
+        op,
+        Opcode::Broadcast | Opcode::Reshape | Opcode::Convert | Opcode::BitcastConvert | Opcode::DotGeneral | Opcode::Convolution | Opcode::Argmax | Opcode::Argmin
+    );
+    let attrs_ref: Vec<(&str, AttrValue)> = attrs.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    let res = p
+        .b()
+        .try_build(op, ops, attrs_ref, None, written.then(|| vec![local_ty.clone()]), name)
+        .map_err(|e| PartitionError(format!("local {op} for %{name}: {}", e.msg)))?;
+    if p.ty(res[0]) != local_ty {
+        return Err(PartitionError(format!(
+            "local {op} for %{name} has type {} but its sharding {} needs {local_ty}",
+            p.ty(res[0]),
+            sharding_of(axes)
+        )));
+    }
+    Ok(res[0])
+}
+
+fn set_literal(p: &mut Partitioner, v: Value, lit: Literal) {
+    let ValueDef::Result(inst, _) = p.out.values[v].def else { unreachable!() };
+    p.out.insts[inst].literal = Some(lit);
+}
+
+/// `call` of a spmd func from the global view: arguments resharded to the
+/// callee's signature; results have the callee's result shardings.
+fn lower_spmd_call(
+    p: &mut Partitioner,
+    f: &Function,
+    inst: &InstData,
+    env: &mut HashMap<Value, Local>,
+    _targets: &[Vec<Vec<String>>],
+) -> Result<(), PartitionError> {
+    let name = inst.callee.clone().unwrap_or_default();
+    let g = p.m.func_by_name(&name).ok_or_else(|| PartitionError(format!("unknown callee @{name}")))?;
+    let gf = &p.m.funcs[g];
+    if gf.kind != FuncKind::Spmd {
+        return Err(PartitionError(format!("call of @{name} was not inlined")));
+    }
+    let mut args = vec![];
+    for (k, &a) in inst.operands.iter().enumerate() {
+        let pv = &gf.values[gf.params[k]];
+        let want = dim_axes(pv.sharding.as_ref().unwrap_or(&Sharding::replicated(pv.ty.rank())));
+        let l = env[&a].clone();
+        args.push(p.reshard(l.v, f.ty(a), &l.axes, &want, &format!("argument {k} of spmd func @{name}")));
+    }
+    let rs = p
+        .b()
+        .try_build(Opcode::Call, &args, vec![], Some(&name), None, &f.values[inst.results[0]].name)
+        .map_err(|e| PartitionError(format!("call @{name}: {}", e.msg)))?;
+    for (k, &r) in inst.results.iter().enumerate() {
+        let decl = &gf.results[k];
+        let axes = dim_axes(decl.sharding.as_ref().unwrap_or(&Sharding::replicated(decl.ty.rank())));
+        env.insert(r, Local { v: rs[k], axes });
+    }
+    Ok(())
+}

@@ -1,0 +1,204 @@
+//! Correctness by construction: for every test program, the per-device program
+//! the partitioner produces evaluates (simulating every device, with real
+//! collective semantics) to the same results as the global program.
+
+use pjc_ir::{DType, FuncKind, Module};
+use pjc_tensor::{Buf, Tensor};
+use std::path::{Path, PathBuf};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Deterministic pseudo-random inputs of any dtype (xorshift).
+fn random(ty: &pjc_ir::TensorType, seed: &mut u64) -> Tensor {
+    let n = ty.num_elements() as usize;
+    let mut next = || {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        *seed
+    };
+    let shape: Vec<usize> = ty.shape.iter().map(|&d| d as usize).collect();
+    let data = if ty.dtype.is_float() {
+        let v: Vec<f64> = (0..n).map(|_| (next() % 4001) as f64 / 1000.0 - 2.0).collect();
+        Buf::from_f64(ty.dtype, &v)
+    } else if ty.dtype.is_int() {
+        let v: Vec<i128> = (0..n)
+            .map(|_| if ty.dtype.is_signed_int() { (next() % 11) as i128 - 5 } else { (next() % 11) as i128 })
+            .collect();
+        Buf::from_i128(ty.dtype, &v)
+    } else {
+        Buf::Pred((0..n).map(|_| next() % 2 == 0).collect())
+    };
+    Tensor::new(shape, data)
+}
+
+fn close(a: &Tensor, b: &Tensor, dtype: DType) -> Result<(), String> {
+    if a.shape != b.shape || a.dtype() != b.dtype() {
+        return Err(format!("shape/dtype {:?} {} vs {:?} {}", a.shape, a.dtype(), b.shape, b.dtype()));
+    }
+    match (a.data.lanes(), b.data.lanes()) {
+        (pjc_tensor::Lanes::F(x), pjc_tensor::Lanes::F(y)) => {
+            let rtol = match dtype {
+                DType::F64 => 1e-12,
+                DType::F32 => 1e-4,
+                _ => 1e-2,
+            };
+            let m = x.iter().fold(0f64, |m, v| m.max(v.abs()));
+            for (i, (p, q)) in x.iter().zip(&y).enumerate() {
+                let ok = (p.is_nan() && q.is_nan()) || p == q || (p - q).abs() <= rtol * m + rtol * q.abs();
+                if !ok {
+                    return Err(format!("element {i}: global {p}, partitioned {q}"));
+                }
+            }
+            Ok(())
+        }
+        (x, y) if x == y => Ok(()),
+        _ => Err("integer/pred results differ".into()),
+    }
+}
+
+/// Checks one program; returns a failure message.
+fn check(path: &Path, m: &Module, inputs: Option<Vec<Tensor>>) -> Result<(), String> {
+    let entry = m.func_by_name("main").ok_or("no @main")?;
+    let f = &m.funcs[entry];
+    if f.kind == FuncKind::Spmd {
+        return Ok(());
+    }
+    let mut seed = 0x9e3779b97f4a7c15u64 ^ path.to_string_lossy().len() as u64;
+    let args = inputs.unwrap_or_else(|| f.params.iter().map(|&p| random(f.ty(p), &mut seed)).collect());
+    let want = pjc_interp::eval(m, entry, args.clone()).map_err(|e| format!("global eval: {e}"))?;
+    let prop = pjc_sharding::propagate(m, entry);
+    let annotated = pjc_sharding::annotate(m, &prop);
+    let part = pjc_partition::partition(&annotated, entry).map_err(|e| format!("partition: {}", e.0))?;
+    let text = pjc_front::print_module(&part.module);
+    let pm = pjc_front::load(&text).map_err(|d| format!("partitioned program does not verify:\n{}", pjc_front::render("spmd", &text, &d)))?;
+    let pentry = pm.func_by_name("main").unwrap();
+    let got = pjc_interp::eval(&pm, pentry, args).map_err(|e| format!("partitioned eval: {e}\n{text}"))?;
+    for (k, (a, b)) in want.iter().zip(&got).enumerate() {
+        close(a, b, f.results[k].ty.dtype).map_err(|e| format!("result {k}: {e}\n{text}"))?;
+    }
+    Ok(())
+}
+
+fn pir_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            pir_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "pir") {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn partitioned_programs_evaluate_like_global_ones() {
+    let mut files = vec![];
+    for d in ["tests/text/sharding", "tests/spec", "examples", "tests/numeric/cases", "tests/partition"] {
+        pir_files(&repo().join(d), &mut files);
+    }
+    files.sort();
+    let mut failures = vec![];
+    let mut checked = 0;
+    for path in &files {
+        let src = std::fs::read_to_string(path).unwrap();
+        let Ok(m) = pjc_front::load(&src) else { continue };
+        // Numeric cases come with their own inputs.
+        let inputs = path.parent().filter(|d| d.join("prog.pir") == *path).and_then(|dir| {
+            let entry = m.func_by_name("main")?;
+            let f = &m.funcs[entry];
+            (0..f.params.len())
+                .map(|i| {
+                    let t = pjc_tensor::read_npy(&dir.join(format!("in_{}.npy", f.param_name(i)))).ok()?;
+                    if f.ty(f.params[i]).dtype == DType::BF16 {
+                        pjc_tensor::convert(&t, DType::BF16).ok()
+                    } else {
+                        Some(t)
+                    }
+                })
+                .collect::<Option<Vec<_>>>()
+        });
+        checked += 1;
+        if let Err(e) = check(path, &m, inputs) {
+            failures.push(format!("{}: {e}", path.display()));
+        }
+    }
+    assert!(checked >= 50, "only {checked} programs checked");
+    assert!(failures.is_empty(), "{} of {checked} programs differ:\n{}", failures.len(), failures.join("\n\n"));
+}
+
+/// A random valid sharding of `ty` over axes `a` (2) and `b` (3).
+fn random_sharding(ty: &pjc_ir::TensorType, mesh: &pjc_ir::Mesh, seed: &mut u64) -> pjc_ir::Sharding {
+    use pjc_ir::DimSharding;
+    let mut used: Vec<&str> = vec![];
+    let mut dims = vec![];
+    for &size in &ty.shape {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        let choice: &[&str] = match *seed % 5 {
+            0 => &["a"],
+            1 => &["b"],
+            2 => &["a", "b"],
+            3 => &["b", "a"],
+            _ => &[],
+        };
+        let n = mesh.group_size(choice.iter().copied());
+        if choice.is_empty() || size % n != 0 || choice.iter().any(|x| used.contains(x)) {
+            dims.push(DimSharding::Replicated);
+        } else {
+            used.extend(choice.iter().copied());
+            dims.push(DimSharding::Axes(choice.iter().map(|s| s.to_string()).collect()));
+        }
+    }
+    pjc_ir::Sharding { dims }
+}
+
+#[test]
+fn random_shardings_of_every_numeric_case_partition_correctly() {
+    let mut files = vec![];
+    pir_files(&repo().join("tests/numeric/cases"), &mut files);
+    files.sort();
+    let mesh = pjc_ir::Mesh {
+        axes: vec![
+            pjc_ir::MeshAxis { name: "a".into(), size: 2, span: pjc_ir::Span::NONE },
+            pjc_ir::MeshAxis { name: "b".into(), size: 3, span: pjc_ir::Span::NONE },
+        ],
+    };
+    let mut failures = vec![];
+    let mut checked = 0;
+    for path in &files {
+        let src = std::fs::read_to_string(path).unwrap();
+        let Ok(base) = pjc_front::load(&src) else { continue };
+        if base.mesh.is_some() || base.funcs.values().any(|f| f.kind == FuncKind::Spmd) {
+            continue;
+        }
+        for variant in 0..3u64 {
+            let mut m = base.clone();
+            m.mesh = Some(mesh.clone());
+            let mut seed = 0x2545F4914F6CDD1Du64 ^ (variant + 1).wrapping_mul(0x9E3779B97F4A7C15) ^ path.to_string_lossy().len() as u64;
+            let entry = m.func_by_name("main").unwrap();
+            let f = &mut m.funcs[entry];
+            for &p in &f.params.clone() {
+                let s = random_sharding(&f.values[p].ty, &mesh, &mut seed);
+                f.values[p].sharding = Some(s);
+            }
+            for k in 0..f.results.len() {
+                let s = random_sharding(&f.results[k].ty, &mesh, &mut seed);
+                f.results[k].sharding = Some(s);
+            }
+            if pjc_front::verify(&mut m).is_err() {
+                continue;
+            }
+            checked += 1;
+            if let Err(e) = check(path, &m, None) {
+                failures.push(format!("{} (variant {variant}): {e}", path.display()));
+            }
+        }
+    }
+    assert!(checked >= 300, "only {checked} variants checked");
+    assert!(failures.is_empty(), "{} of {checked} variants differ:\n{}", failures.len(), failures.iter().take(8).cloned().collect::<Vec<_>>().join("\n\n"));
+}
