@@ -15,6 +15,7 @@
 //! Calls of `func`s are partitioned inline; a call of a `spmd func` stays a call
 //! with its arguments resharded to the callee's signature.
 
+mod halo;
 mod local;
 mod reshard;
 

@@ -79,19 +79,11 @@ pub(crate) fn lower(
     let nf = rule.kinds.len();
     let mesh = p.mesh.clone();
     let mut fax: Vec<Option<Vec<String>>> = vec![None; nf];
-    // 1. Pass-through factors take the result's target split.
-    for (d, fs) in rule.dims[n].iter().enumerate() {
-        let split = split_axes(&mesh, &targets[0][d], fs, &rule.sizes);
-        for (k, &fi) in fs.iter().enumerate() {
-            if rule.kinds[fi] == FactorKind::Pass && !split[k].is_empty() {
-                fax[fi] = Some(split[k].clone());
-            }
-        }
-    }
-    // Reduction factors keep the split the first operand that has one already has,
-    // when the op can finish it with a collective.
+    // 1. Reduction factors keep the split an operand already has (when the op can
+    // finish it with a collective): partial results then an all_reduce, or a
+    // reduce_scatter when the result is wanted split over the same axes, beat
+    // moving the operands.
     let reducible = reduction_kind(f, inst).is_some();
-    let used: Vec<String> = fax.iter().flatten().flatten().cloned().collect();
     for fi in 0..nf {
         if rule.kinds[fi] != FactorKind::Reduction || !reducible {
             continue;
@@ -102,13 +94,29 @@ pub(crate) fn lower(
                     let split = split_axes(&mesh, &env[&inst.operands[t]].axes[d], fs, &rule.sizes);
                     let a = &split[k];
                     let taken: Vec<String> = fax.iter().flatten().flatten().cloned().collect();
-                    if !a.is_empty() && !a.iter().any(|x| used.contains(x) || taken.contains(x)) {
+                    if !a.is_empty() && !a.iter().any(|x| taken.contains(x)) {
                         fax[fi] = Some(a.clone());
                         break 'found;
                     }
                 }
             }
         }
+    }
+    // 2. Pass-through factors take the result's target split (axes a reduction
+    // already holds come later, from the reduction's collective).
+    let reducing: Vec<String> = fax.iter().flatten().flatten().cloned().collect();
+    for (d, fs) in rule.dims[n].iter().enumerate() {
+        let split = split_axes(&mesh, &targets[0][d], fs, &rule.sizes);
+        for (k, &fi) in fs.iter().enumerate() {
+            if rule.kinds[fi] == FactorKind::Pass && !split[k].is_empty() && !split[k].iter().any(|a| reducing.contains(a)) {
+                fax[fi] = Some(split[k].clone());
+            }
+        }
+    }
+    // Windows split spatially exchange halos instead of gathering the dimension.
+    let halos = crate::halo::plan(p, f, inst, &rule, &targets[0]);
+    for h in &halos {
+        fax[h.factor] = Some(h.axes.clone());
     }
     // 2-3. Reshard operands to what the factors imply.
     let mut ops: Vec<Value> = vec![];
@@ -117,12 +125,24 @@ pub(crate) fn lower(
         let l = env[&a].clone();
         ops.push(p.reshard(l.v, f.ty(a), &l.axes, &want, &format!("operand {t} of {op} %{}", f.values[inst.results[0]].name)));
     }
+    let mut overrides: Vec<(String, AttrValue)> = vec![];
+    if !halos.is_empty() {
+        let operand_types: Vec<&TensorType> = inst.operands.iter().map(|&v| f.ty(v)).collect();
+        let mut padding = resolved_attr(inst, "padding", &operand_types).and_then(|v| v.as_pairs()).unwrap_or_default();
+        let pad = crate::halo::pad_value(inst, f.ty(inst.operands[0]).dtype);
+        for h in &halos {
+            ops[0] = p.exchange(ops[0], h, pad, &format!("{op} %{}", f.values[inst.results[0]].name));
+            padding[h.attr_index] = (0, 0);
+        }
+        let list = padding.iter().map(|&(lo, hi)| AttrValue::int_list(&[lo, hi])).collect();
+        overrides.push(("padding".to_string(), AttrValue::List(list)));
+    }
     // 4. The op on local shapes.
     let computed: Vec<Vec<String>> = rule.dims[n].iter().map(|fs| compose(&mesh, fs, &fax, &rule.sizes)).collect();
     let global = f.ty(inst.results[0]).clone();
     let local_ty = p.local(&global, &computed);
     let name = f.values[inst.results[0]].name.clone();
-    let mut v = emit(p, inst, &ops, &local_ty, &computed, &global, &name)?;
+    let mut v = emit(p, inst, &ops, &local_ty, &computed, &global, &name, &overrides)?;
     // 5. Finish split reductions.
     let red_axes: Vec<String> = (0..nf)
         .filter(|&fi| rule.kinds[fi] == FactorKind::Reduction)
@@ -207,6 +227,7 @@ fn emit(
     axes: &[Vec<String>],
     global: &TensorType,
     name: &str,
+    overrides: &[(String, AttrValue)],
 ) -> Result<Value, PartitionError> {
     let op = inst.op;
     let types: Vec<TensorType> = ops.iter().map(|&v| p.ty(v).clone()).collect();
@@ -222,6 +243,9 @@ fn emit(
             e.1 = v;
         }
     };
+    for (k, v) in overrides {
+        set(&mut attrs, k, v.clone());
+    }
     match op {
         Opcode::Constant => {
             let lit = inst.literal.clone().unwrap();
