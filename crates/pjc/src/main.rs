@@ -81,6 +81,9 @@ enum Emit {
     Sharded,
     /// The per-device program with its collectives.
     Spmd,
+    /// The kernel plan: fused loop kernels, library calls, collectives, and the
+    /// buffer plan with the peak memory (pjc's own intermediate).
+    Plan,
     /// LLVM IR (needs the code generator: not implemented yet).
     Llvm,
     /// PTX (needs the code generator: not implemented yet).
@@ -194,6 +197,13 @@ fn partition(m: &pjc_ir::Module, id: pjc_ir::FuncId) -> Result<pjc_partition::Pa
     Ok(part)
 }
 
+/// (parameter, result) index pairs of state-carry results.
+fn carried(f: &pjc_ir::Function) -> Vec<(usize, usize)> {
+    (0..f.results.len())
+        .filter_map(|k| (0..f.params.len()).find(|&i| f.param_name(i) == f.result_name(k)).map(|i| (i, k)))
+        .collect()
+}
+
 /// The collectives section of `pjc explain`.
 fn explain_collectives(cs: &[pjc_partition::Inserted]) -> String {
     use std::fmt::Write;
@@ -242,6 +252,17 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 (Some(Emit::Spmd), _) => {
                     let part = partition(&m, id)?;
                     print!("{}", pjc_front::print_module(&part.module));
+                }
+                (Some(Emit::Plan), _) => {
+                    let part = partition(&m, id)?;
+                    let f = &part.module.funcs[part.module.func_by_name(&m.funcs[id].name).unwrap()];
+                    let plan = pjc_fusion::plan(f).map_err(|e| Failure::Env(e.0))?;
+                    let mem = pjc_fusion::plan_memory(&plan, &carried(f));
+                    print!("{plan}");
+                    println!("  memory: peak {} bytes per device; donated (in place): {}", mem.peak,
+                        if mem.donated.is_empty() { "none".to_string() } else {
+                            mem.donated.iter().map(|(p, r)| format!("b{p} -> b{r}")).collect::<Vec<_>>().join(", ")
+                        });
                 }
                 (Some(Emit::Llvm | Emit::Ptx), _) => {
                     return Err(Failure::Env("unsupported: --emit llvm/ptx needs the code generator, which pjc does not have yet".into()))

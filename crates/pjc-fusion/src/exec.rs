@@ -1,0 +1,239 @@
+//! A reference executor for plans: runs every step on host tensors, kernels
+//! evaluated node by node over all iteration points at once with the
+//! interpreter's kernels (so a kernel's semantics are exactly the ops it
+//! fused). It checks fusion against the interpreter, is the oracle generated
+//! code is compared with, and runs library steps for the runtime. Collectives
+//! are the caller's (`Collectives`), since they need the other devices.
+
+use crate::kernel::{IndexOp, Kernel, Node, ReduceKind};
+use crate::plan::{BufferKind, Plan, Step};
+use pjc_ir::{DType, InstData, Opcode};
+use pjc_tensor::{Buf, Scalar, Tensor, TensorError};
+
+type R<T> = Result<T, TensorError>;
+
+/// Performs a collective for the executor (a single device: identity-like).
+pub trait Collectives {
+    fn run(&mut self, inst: &InstData, input: &Tensor, out_ty: &pjc_ir::TensorType) -> R<Tensor>;
+    /// This device's index along a mesh axis (for `axis_index`).
+    fn axis_index(&self, axis: &str) -> i64;
+}
+
+fn shape(t: &pjc_ir::TensorType) -> Vec<usize> {
+    t.shape.iter().map(|&d| d as usize).collect()
+}
+
+/// Runs `plan` on `args` (one per parameter) and returns the results.
+pub fn execute(plan: &Plan, args: &[Tensor], coll: &mut dyn Collectives) -> R<Vec<Tensor>> {
+    let mut bufs: Vec<Option<Tensor>> = vec![None; plan.buffers.len()];
+    for (i, b) in plan.buffers.iter().enumerate() {
+        match &b.kind {
+            BufferKind::Param(k) => bufs[i] = Some(args[*k].clone()),
+            BufferKind::Constant(lit) => {
+                let elems: Vec<Scalar> = lit
+                    .elems
+                    .iter()
+                    .map(|n| match *n {
+                        pjc_ir::Number::Int(i) => Scalar::Int(i),
+                        pjc_ir::Number::Float(x) => Scalar::Float(x),
+                        pjc_ir::Number::Bool(b) => Scalar::Bool(b),
+                    })
+                    .collect();
+                bufs[i] = Some(Tensor::from_scalars(b.ty.dtype, shape(&b.ty), &elems));
+            }
+            BufferKind::Temp => {}
+        }
+    }
+    let get = |bufs: &Vec<Option<Tensor>>, b: usize| -> R<Tensor> {
+        bufs[b].clone().ok_or_else(|| TensorError::Invalid(format!("buffer b{b} read before it is written")))
+    };
+    for step in &plan.steps {
+        match step {
+            Step::Kernel(k) => {
+                let ins: Vec<Tensor> = k.inputs.iter().map(|b| get(&bufs, b.buffer)).collect::<R<_>>()?;
+                let out = run_kernel(k, &ins, &plan.buffers[k.outputs[0].buffer].ty)?;
+                bufs[k.outputs[0].buffer] = Some(out);
+            }
+            Step::Library { inst, inputs, output } => {
+                let ins: Vec<Tensor> = inputs.iter().map(|&b| get(&bufs, b)).collect::<R<_>>()?;
+                let out_ty = &plan.buffers[*output].ty;
+                let out = if inst.op == Opcode::AxisIndex {
+                    let axis = inst.attr("axis").and_then(|a| a.as_ident()).unwrap_or("");
+                    Tensor::from_scalars(DType::I32, vec![], &[Scalar::Int(coll.axis_index(axis) as i128)])
+                } else {
+                    library(inst, &ins, out_ty)?
+                };
+                bufs[*output] = Some(out);
+            }
+            Step::Collective { inst, input, output } => {
+                let x = get(&bufs, *input)?;
+                bufs[*output] = Some(coll.run(inst, &x, &plan.buffers[*output].ty)?);
+            }
+        }
+    }
+    plan.results.iter().map(|&b| get(&bufs, b)).collect()
+}
+
+/// A library step with the reference kernels (the runtime substitutes fast ones).
+pub fn library(inst: &InstData, ins: &[Tensor], out: &pjc_ir::TensorType) -> R<Tensor> {
+    let types: Vec<pjc_ir::TensorType> = ins
+        .iter()
+        .map(|t| pjc_ir::TensorType::new(t.dtype(), t.shape.iter().map(|&d| d as u64).collect()))
+        .collect();
+    let refs: Vec<&pjc_ir::TensorType> = types.iter().collect();
+    let attr = |n: &str| pjc_ir::infer::resolved_attr(inst, n, &refs);
+    let us = |n: &str| -> Vec<usize> { attr(n).and_then(|a| a.as_ints()).unwrap_or_default().iter().map(|&x| x as usize).collect() };
+    let pairs = |n: &str| attr(n).and_then(|a| a.as_pairs()).unwrap_or_default();
+    let int = |n: &str| attr(n).and_then(|a| a.as_int()).unwrap_or(0);
+    let ident = |n: &str| attr(n).and_then(|a| a.as_ident().map(str::to_string)).unwrap_or_default();
+    match inst.op {
+        Opcode::DotGeneral => pjc_tensor::dot_general(&ins[0], &ins[1], &us("lhs_batch"), &us("rhs_batch"), &us("lhs_contract"), &us("rhs_contract"), out.dtype),
+        Opcode::Convolution => {
+            let dims = pjc_tensor::parse_conv_dims(attr("dims").and_then(|a| a.as_str().map(str::to_string)).unwrap_or_default().as_str(), ins[0].rank())
+                .map_err(TensorError::Invalid)?;
+            pjc_tensor::convolution(&ins[0], &ins[1], &dims, &us("window_strides"), &pairs("padding"), &us("lhs_dilation"), &us("rhs_dilation"), int("feature_group_count") as usize, int("batch_group_count") as usize, out.dtype)
+        }
+        Opcode::Argmax => pjc_tensor::argmax(&ins[0], int("dim") as usize, out.dtype),
+        Opcode::Argmin => pjc_tensor::argmin(&ins[0], int("dim") as usize, out.dtype),
+        Opcode::ScatterAdd => pjc_tensor::scatter_add(&ins[0], &ins[1], &ins[2], int("axis") as usize),
+        Opcode::SelectAndScatterAdd => pjc_tensor::select_and_scatter_add(&ins[0], &ins[1], &us("window"), &us("strides"), &pairs("padding")),
+        Opcode::Gather => pjc_tensor::gather(&ins[0], &ins[1], int("axis") as usize),
+        Opcode::ReduceWindow => pjc_tensor::reduce_window(&ins[0], &ident("kind"), &us("window"), &us("strides"), &pairs("padding")),
+        op => Err(TensorError::Invalid(format!("no library routine for '{op}'"))),
+    }
+}
+
+fn i64s(v: Vec<i128>) -> Tensor {
+    let n = v.len();
+    Tensor::new(vec![n], Buf::from_i128(DType::I64, &v))
+}
+
+fn ints(t: &Tensor) -> Vec<i128> {
+    match t.data.lanes() {
+        pjc_tensor::Lanes::I(v) => v,
+        _ => panic!("index node is not an integer"),
+    }
+}
+
+/// Evaluates a kernel over all its points.
+pub fn run_kernel(k: &Kernel, ins: &[Tensor], out_ty: &pjc_ir::TensorType) -> R<Tensor> {
+    let mut full: Vec<u64> = k.shape.clone();
+    if let Some(r) = &k.reduce {
+        full.extend(&r.shape);
+    }
+    let points: usize = full.iter().product::<u64>() as usize;
+    let strides = {
+        let mut s = vec![1u64; full.len()];
+        for i in (0..full.len().saturating_sub(1)).rev() {
+            s[i] = s[i + 1] * full[i + 1];
+        }
+        s
+    };
+    let mut vals: Vec<Tensor> = Vec::with_capacity(k.nodes.len());
+    let splat = |d: DType, s: Scalar| Tensor::new(vec![points], Buf::splat(d, s, points));
+    for (i, node) in k.nodes.iter().enumerate() {
+        let ty = k.types[i];
+        let v = match node {
+            Node::Coord(c) => i64s((0..points as u64).map(|p| ((p / strides[*c]) % full[*c]) as i128).collect()),
+            Node::ConstInt(x, d) => splat(*d, Scalar::Int(*x)),
+            Node::ConstFloat(x, d) => splat(*d, Scalar::Float(*x)),
+            Node::ConstBool(b) => splat(DType::Pred, Scalar::Bool(*b)),
+            Node::Load { input, index } => {
+                let idx: Vec<usize> = ints(&vals[*index]).iter().map(|&x| x as usize).collect();
+                let src = &ins[*input];
+                let t = Tensor::new(vec![points], src.data.take(&idx));
+                if matches!(t.dtype(), DType::F16 | DType::BF16) {
+                    pjc_tensor::convert(&t, DType::F32)?
+                } else {
+                    t
+                }
+            }
+            Node::Unary { op, x } => pjc_tensor::unary(*op, &vals[*x])?,
+            Node::Binary { op, a, b } => pjc_tensor::binary(*op, &vals[*a], &vals[*b])?,
+            Node::Compare { dir, a, b } => {
+                let d = format!("{dir:?}").to_lowercase();
+                pjc_tensor::compare(&d, &vals[*a], &vals[*b])?
+            }
+            Node::Select { cond, a, b } => pjc_tensor::select(&vals[*cond], &vals[*a], &vals[*b])?,
+            Node::Convert { x, to } => {
+                let c = pjc_tensor::convert(&vals[*x], *to)?;
+                if matches!(to, DType::F16 | DType::BF16) {
+                    pjc_tensor::convert(&c, DType::F32)?
+                } else {
+                    c
+                }
+            }
+            Node::Bitcast { x, from, to } => {
+                // f16/bf16 values are held as f32: back to storage, bitcast, and widen again.
+                let src = if vals[*x].dtype() != *from { pjc_tensor::convert(&vals[*x], *from)? } else { vals[*x].clone() };
+                let b = pjc_tensor::bitcast_convert(&src, *to)?;
+                if matches!(to, DType::F16 | DType::BF16) {
+                    pjc_tensor::convert(&b, DType::F32)?
+                } else {
+                    b
+                }
+            }
+            Node::Index { op, a, b } => {
+                let (x, y) = (ints(&vals[*a]), ints(&vals[*b]));
+                i64s(
+                    x.iter()
+                        .zip(&y)
+                        .map(|(&p, &q)| match op {
+                            IndexOp::Add => p + q,
+                            IndexOp::Sub => p - q,
+                            IndexOp::Mul => p * q,
+                            IndexOp::Div => p.div_euclid(q),
+                            IndexOp::Rem => p.rem_euclid(q),
+                            IndexOp::Min => p.min(q),
+                            IndexOp::Max => p.max(q),
+                            IndexOp::Lt => (p < q) as i128,
+                        })
+                        .collect(),
+                )
+            }
+        };
+        debug_assert_eq!(v.dtype(), ty, "node {i} {node:?}");
+        vals.push(v);
+    }
+    let result = &vals[k.results[0]];
+    let out_shape = shape(out_ty);
+    let value = match &k.reduce {
+        None => result.clone(),
+        Some(r) => {
+            let mut grid: Vec<usize> = k.shape.iter().map(|&d| d as usize).collect();
+            grid.extend(r.shape.iter().map(|&d| d as usize));
+            let g = Tensor::new(grid, result.data.clone());
+            let dims: Vec<usize> = (k.shape.len()..k.shape.len() + r.shape.len()).collect();
+            let kind = match r.kind {
+                ReduceKind::Sum => "sum",
+                ReduceKind::Prod => "prod",
+                ReduceKind::Max => "max",
+                ReduceKind::Min => "min",
+                ReduceKind::And => "and",
+                ReduceKind::Or => "or",
+            };
+            // The interpreter reduces in the element type's rules; feed it the
+            // stored dtype so rounding matches (accumulation is f64 there).
+            let g = if g.dtype() != out_ty.dtype && out_ty.dtype != DType::Pred {
+                pjc_tensor::convert(&g, out_ty.dtype)?
+            } else {
+                g
+            };
+            pjc_tensor::reduce(&g, &dims, kind)?
+        }
+    };
+    let value = if value.dtype() != out_ty.dtype { pjc_tensor::convert(&value, out_ty.dtype)? } else { value };
+    Ok(Tensor::new(out_shape, value.data))
+}
+
+/// Collectives for a one-device run: every group has one member.
+pub struct SingleDevice;
+
+impl Collectives for SingleDevice {
+    fn run(&mut self, _inst: &InstData, input: &Tensor, _out_ty: &pjc_ir::TensorType) -> R<Tensor> {
+        Ok(input.clone())
+    }
+    fn axis_index(&self, _axis: &str) -> i64 {
+        0
+    }
+}

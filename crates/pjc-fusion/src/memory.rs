@@ -1,0 +1,165 @@
+//! The buffer plan: where every buffer lives in one arena, reusing memory of
+//! buffers that are dead (liveness over plan steps), updating carried
+//! parameters in place (donation) when that is safe, and the resulting peak.
+
+use crate::kernel::{IndexOp, Kernel, Node, NodeId};
+use crate::plan::{BufferKind, Plan, Step};
+
+/// Arena placement of every buffer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Memory {
+    /// Byte offset of each buffer in the arena.
+    pub offsets: Vec<u64>,
+    /// Arena size: the peak device memory of one step of the program.
+    pub peak: u64,
+    /// (parameter buffer, result buffer) pairs that share memory (in-place update).
+    pub donated: Vec<(usize, usize)>,
+}
+
+const ALIGN: u64 = 64;
+
+fn align(x: u64) -> u64 {
+    x.div_ceil(ALIGN) * ALIGN
+}
+
+/// Buffers read and written by a step.
+fn step_io(s: &Step) -> (Vec<usize>, Vec<usize>) {
+    match s {
+        Step::Kernel(k) => (k.inputs.iter().map(|b| b.buffer).collect(), k.outputs.iter().map(|b| b.buffer).collect()),
+        Step::Library { inputs, output, .. } => (inputs.clone(), vec![*output]),
+        Step::Collective { input, output, .. } => (vec![*input], vec![*output]),
+    }
+}
+
+/// Whether node `n` is the row-major linear index of the first `shape.len()`
+/// coordinates (so a kernel reads that input exactly where it writes).
+fn is_identity_index(k: &Kernel, n: NodeId, shape: &[u64]) -> bool {
+    fn terms(k: &Kernel, n: NodeId, out: &mut Vec<(usize, i128)>) -> bool {
+        match &k.nodes[n] {
+            Node::ConstInt(0, _) => true,
+            Node::Index { op: IndexOp::Add, a, b } => terms(k, *a, out) && terms(k, *b, out),
+            Node::Index { op: IndexOp::Mul, a, b } => match (&k.nodes[*a], &k.nodes[*b]) {
+                (Node::Coord(c), Node::ConstInt(s, _)) => {
+                    out.push((*c, *s));
+                    true
+                }
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+    let mut t = vec![];
+    if !terms(k, n, &mut t) {
+        return false;
+    }
+    t.sort();
+    let mut want = vec![];
+    let mut stride = 1i128;
+    for d in (0..shape.len()).rev() {
+        if shape[d] != 1 {
+            want.push((d, stride));
+        }
+        stride *= shape[d] as i128;
+    }
+    want.sort();
+    t == want
+}
+
+/// Plans memory. `carried` lists (parameter index, result index) pairs whose
+/// result is the parameter's next value (state carry, spec section 5).
+pub fn plan_memory(p: &Plan, carried: &[(usize, usize)]) -> Memory {
+    let n = p.buffers.len();
+    let steps = p.steps.len();
+    // Live interval [def, last] in step numbers; parameters and constants are
+    // defined before step 0, results live to the end.
+    let mut def = vec![0usize; n];
+    let mut last = vec![0usize; n];
+    for (i, b) in p.buffers.iter().enumerate() {
+        if matches!(b.kind, BufferKind::Param(_) | BufferKind::Constant(_)) {
+            def[i] = 0;
+            last[i] = 0;
+        }
+    }
+    for (s, step) in p.steps.iter().enumerate() {
+        let (ins, outs) = step_io(step);
+        for b in ins {
+            last[b] = last[b].max(s + 1);
+        }
+        for b in outs {
+            def[b] = s + 1;
+            last[b] = last[b].max(s + 1);
+        }
+    }
+    for &r in &p.results {
+        last[r] = steps + 1;
+    }
+    for &pb in &p.params {
+        // The caller owns parameter memory for the whole step.
+        last[pb] = steps + 1;
+    }
+    // Donation: a carried result may take its parameter's memory when nothing
+    // reads the parameter after the result is written, or only the producing
+    // kernel reads it, at exactly the element it writes.
+    let mut share: Vec<Option<usize>> = vec![None; n];
+    let mut donated = vec![];
+    for &(pi, ri) in carried {
+        let (pb, rb) = (p.params[pi], p.results[ri]);
+        if pb == rb || p.results.iter().filter(|&&r| r == rb).count() > 1 || p.results.contains(&pb) {
+            continue;
+        }
+        let producer = def[rb];
+        let mut readers_after = 0;
+        let mut safe = true;
+        for (s, step) in p.steps.iter().enumerate() {
+            let (ins, _) = step_io(step);
+            if !ins.contains(&pb) {
+                continue;
+            }
+            if s + 1 > producer {
+                readers_after += 1;
+            } else if s + 1 == producer {
+                safe &= match step {
+                    Step::Kernel(k) if k.reduce.is_none() => k.nodes.iter().all(|node| match node {
+                        Node::Load { input, index } if k.inputs[*input].buffer == pb => {
+                            is_identity_index(k, *index, &p.buffers[pb].ty.shape)
+                        }
+                        _ => true,
+                    }),
+                    _ => false,
+                };
+            }
+        }
+        if readers_after == 0 && safe && producer > 0 {
+            share[rb] = Some(pb);
+            donated.push((pb, rb));
+        }
+    }
+    // First-fit placement in order of definition.
+    let mut order: Vec<usize> = (0..n).filter(|&i| share[i].is_none()).collect();
+    order.sort_by_key(|&i| (def[i], i));
+    let mut offsets = vec![0u64; n];
+    let mut placed: Vec<(u64, u64, usize, usize)> = vec![]; // (offset, size, def, last)
+    for i in order {
+        // A donated-to result keeps its parameter's live range to the end.
+        let size = align(p.buffers[i].bytes().max(1));
+        let overlaps = |&(_, _, d, l): &(u64, u64, usize, usize)| !(l < def[i] || last[i] < d);
+        let mut busy: Vec<(u64, u64)> = placed.iter().filter(|x| overlaps(x)).map(|x| (x.0, x.1)).collect();
+        busy.sort();
+        let mut off = 0;
+        for (o, s) in busy {
+            if off + size <= o {
+                break;
+            }
+            off = off.max(o + s);
+        }
+        offsets[i] = off;
+        placed.push((off, size, def[i], last[i]));
+    }
+    for i in 0..n {
+        if let Some(pb) = share[i] {
+            offsets[i] = offsets[pb];
+        }
+    }
+    let peak = placed.iter().map(|x| x.0 + x.1).max().unwrap_or(0);
+    Memory { offsets, peak, donated }
+}

@@ -1,0 +1,746 @@
+//! The kernel plan: which instructions fuse into which loop kernel, which run as
+//! library calls (GEMM, convolution, the few ops without a kernel yet) or
+//! collectives, and which buffers they read and write.
+//!
+//! Fusion is output-driven (XLA's loop and input fusion): a value gets its own
+//! buffer when a non-fusible op, a second consumer (unless it is cheap index
+//! work), a broadcast-like consumer of expensive work, or the function's results
+//! need it; every other fusible value is recomputed inside its consumer's
+//! kernel at the coordinates the consumer needs — data movement becomes index
+//! arithmetic. A `reduce` or `reduce_window` is the root of a reduction kernel
+//! into which its elementwise producers fuse.
+
+use crate::kernel::{compute_type, BufferArg, CmpDir, IndexOp, Kernel, Node, NodeId, ReduceKind, Reduction};
+use pjc_ir::infer::resolved_attr;
+use pjc_ir::{AttrValue, DType, Function, InstData, Literal, Opcode, TensorType, Value, ValueDef};
+use std::collections::HashMap;
+use std::fmt;
+
+/// What a buffer holds.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BufferKind {
+    /// Parameter `i` of the function.
+    Param(usize),
+    /// A dense constant, filled once.
+    Constant(Literal),
+    /// An intermediate or result value.
+    Temp,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Buffer {
+    pub name: String,
+    pub ty: TensorType,
+    pub kind: BufferKind,
+}
+
+impl Buffer {
+    pub fn bytes(&self) -> u64 {
+        self.ty.num_elements() * self.ty.dtype.size_bytes() as u64
+    }
+}
+
+/// One step of the plan, in execution order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// A generated loop kernel.
+    Kernel(Kernel),
+    /// A library call for an op with no generated kernel (dot_general → GEMM,
+    /// convolution, argmax/argmin, gather, scatter_add, select_and_scatter_add,
+    /// axis_index): the instruction, with its operands and result buffers.
+    Library { inst: InstData, inputs: Vec<usize>, output: usize },
+    /// A collective (runtime call).
+    Collective { inst: InstData, input: usize, output: usize },
+}
+
+/// The whole plan of one function.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub name: String,
+    pub buffers: Vec<Buffer>,
+    pub steps: Vec<Step>,
+    /// Buffer of each parameter.
+    pub params: Vec<usize>,
+    /// Buffer of each result.
+    pub results: Vec<usize>,
+}
+
+/// Planning failures (programs the code generator does not handle yet).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlanError(pub String);
+
+fn is_fusible(op: Opcode) -> bool {
+    let d = op.def();
+    d.elementwise
+        || matches!(
+            op,
+            Opcode::Constant
+                | Opcode::Iota
+                | Opcode::Broadcast
+                | Opcode::Reshape
+                | Opcode::Transpose
+                | Opcode::Slice
+                | Opcode::Concat
+                | Opcode::Pad
+                | Opcode::Reverse
+                | Opcode::DynamicSlice
+                | Opcode::DynamicUpdateSlice
+                | Opcode::Gather
+        )
+}
+
+/// Reduction-kernel roots.
+fn is_reduction_root(op: Opcode) -> bool {
+    matches!(op, Opcode::Reduce | Opcode::ReduceWindow)
+}
+
+/// Cheap to recompute per consumer: index work and constants.
+fn is_cheap(op: Opcode) -> bool {
+    matches!(
+        op,
+        Opcode::Constant
+            | Opcode::Iota
+            | Opcode::Broadcast
+            | Opcode::Reshape
+            | Opcode::Transpose
+            | Opcode::Slice
+            | Opcode::Reverse
+            | Opcode::Convert
+            | Opcode::BitcastConvert
+    )
+}
+
+/// Reads each source element several times.
+fn replicates(op: Opcode) -> bool {
+    matches!(op, Opcode::Broadcast | Opcode::Gather | Opcode::ReduceWindow | Opcode::Pad | Opcode::DynamicSlice)
+}
+
+/// Builds the plan of `f` (a single-device `func` or a per-device `spmd func`
+/// without calls or transforms).
+pub fn plan(f: &Function) -> Result<Plan, PlanError> {
+    // Uses of each value.
+    let mut users: HashMap<Value, Vec<Opcode>> = HashMap::new();
+    for &i in &f.body {
+        let inst = &f.insts[i];
+        if matches!(inst.op, Opcode::Call | Opcode::Grad | Opcode::Vmap) {
+            return Err(PlanError(format!("unsupported: '{}' in code generation (calls are inlined and transforms expanded first)", inst.op)));
+        }
+        for &v in &inst.operands {
+            users.entry(v).or_default().push(inst.op);
+        }
+    }
+    let results: Vec<Value> = f.ret.clone();
+    // Which values get a buffer.
+    let mut materialize: HashMap<Value, bool> = HashMap::new();
+    for &p in &f.params {
+        materialize.insert(p, true);
+    }
+    for &i in &f.body {
+        let inst = &f.insts[i];
+        let v = inst.results[0];
+        let uses = users.get(&v).cloned().unwrap_or_default();
+        let need = !is_fusible(inst.op)
+            || is_reduction_root(inst.op)
+            || results.contains(&v)
+            || uses.iter().any(|&u| !(is_fusible(u) || is_reduction_root(u)))
+            || (uses.len() > 1 && !is_cheap(inst.op))
+            || (!is_cheap(inst.op) && uses.iter().any(|&u| replicates(u)))
+            || (inst.op == Opcode::Constant && inst.literal.as_ref().is_some_and(|l| !l.shape.is_empty()));
+        materialize.insert(v, need);
+    }
+    let mut p = Planner { f, buffers: vec![], steps: vec![], buffer_of: HashMap::new(), materialize };
+    let params: Vec<usize> = f
+        .params
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| p.new_buffer(v, BufferKind::Param(i)))
+        .collect();
+    for &i in &f.body {
+        let inst = &f.insts[i];
+        let v = inst.results[0];
+        if !p.materialize[&v] {
+            continue;
+        }
+        if inst.op == Opcode::Constant && inst.literal.as_ref().is_some_and(|l| !l.shape.is_empty()) {
+            p.new_buffer(v, BufferKind::Constant(inst.literal.clone().unwrap()));
+            continue;
+        }
+        if inst.op.is_collective() {
+            let input = p.buffer_of[&inst.operands[0]];
+            let output = p.new_buffer(v, BufferKind::Temp);
+            p.steps.push(Step::Collective { inst: inst.clone(), input, output });
+            continue;
+        }
+        if !is_fusible(inst.op) && !is_reduction_root(inst.op) {
+            let inputs = inst.operands.iter().map(|o| p.buffer_of[o]).collect();
+            let output = p.new_buffer(v, BufferKind::Temp);
+            p.steps.push(Step::Library { inst: inst.clone(), inputs, output });
+            continue;
+        }
+        let k = p.kernel(inst)?;
+        p.steps.push(Step::Kernel(k));
+    }
+    let results = f.ret.iter().map(|v| p.buffer_of[v]).collect();
+    Ok(Plan { name: f.name.clone(), buffers: p.buffers, steps: p.steps, params, results })
+}
+
+struct Planner<'a> {
+    f: &'a Function,
+    buffers: Vec<Buffer>,
+    steps: Vec<Step>,
+    buffer_of: HashMap<Value, usize>,
+    materialize: HashMap<Value, bool>,
+}
+
+/// Builds one kernel body.
+struct Body<'a> {
+    f: &'a Function,
+    buffer_of: &'a HashMap<Value, usize>,
+    materialize: &'a HashMap<Value, bool>,
+    nodes: Vec<Node>,
+    types: Vec<DType>,
+    inputs: Vec<BufferArg>,
+    memo: HashMap<(Value, Vec<NodeId>), NodeId>,
+    consts: HashMap<(i128, DType), NodeId>,
+    fuses: Vec<String>,
+}
+
+impl<'a> Planner<'a> {
+    fn new_buffer(&mut self, v: Value, kind: BufferKind) -> usize {
+        let d = &self.f.values[v];
+        self.buffers.push(Buffer { name: d.name.clone(), ty: d.ty.clone(), kind });
+        let id = self.buffers.len() - 1;
+        self.buffer_of.insert(v, id);
+        id
+    }
+
+    fn kernel(&mut self, inst: &InstData) -> Result<Kernel, PlanError> {
+        let v = inst.results[0];
+        let out_ty = self.f.values[v].ty.clone();
+        let mut b = Body {
+            f: self.f,
+            buffer_of: &self.buffer_of,
+            materialize: &self.materialize,
+            nodes: vec![],
+            types: vec![],
+            inputs: vec![],
+            memo: HashMap::new(),
+            consts: HashMap::new(),
+            fuses: vec![],
+        };
+        let rank = out_ty.rank();
+        let coords: Vec<NodeId> = (0..rank).map(|k| b.push(Node::Coord(k), DType::I64)).collect();
+        let (result, reduce) = match inst.op {
+            Opcode::Reduce => b.reduce(inst, &coords)?,
+            Opcode::ReduceWindow => b.reduce_window(inst, &coords)?,
+            _ => (b.value_inst(inst, &coords)?, None),
+        };
+        b.fuses.push(format!("%{}", self.f.values[v].name));
+        let (nodes, types, inputs, fuses) = (b.nodes, b.types, b.inputs, b.fuses);
+        let output = self.new_buffer(v, BufferKind::Temp);
+        Ok(Kernel {
+            name: format!("k{}_{}", self.steps.len(), sanitize(&self.f.values[v].name)),
+            shape: out_ty.shape.clone(),
+            reduce,
+            inputs,
+            outputs: vec![BufferArg { buffer: output, dtype: out_ty.dtype }],
+            nodes,
+            types,
+            results: vec![result],
+            fuses,
+        })
+    }
+}
+
+fn sanitize(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
+}
+
+fn row_major_strides(shape: &[u64]) -> Vec<u64> {
+    let mut s = vec![1; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1];
+    }
+    s
+}
+
+impl<'a> Body<'a> {
+    fn push(&mut self, n: Node, t: DType) -> NodeId {
+        self.nodes.push(n);
+        self.types.push(t);
+        self.nodes.len() - 1
+    }
+    fn int(&mut self, x: i128) -> NodeId {
+        if let Some(&n) = self.consts.get(&(x, DType::I64)) {
+            return n;
+        }
+        let n = self.push(Node::ConstInt(x, DType::I64), DType::I64);
+        self.consts.insert((x, DType::I64), n);
+        n
+    }
+    fn ix(&mut self, op: IndexOp, a: NodeId, b: NodeId) -> NodeId {
+        self.push(Node::Index { op, a, b }, DType::I64)
+    }
+    fn ty(&self, v: Value) -> &'a TensorType {
+        &self.f.values[v].ty
+    }
+
+    /// f16/bf16 ops compute in f32 and round once to the element type, per op
+    /// (spec section 11), also inside fused chains.
+    fn round_narrow(&mut self, n: NodeId, d: DType) -> NodeId {
+        if matches!(d, DType::F16 | DType::BF16) {
+            self.push(Node::Convert { x: n, to: d }, DType::F32)
+        } else {
+            n
+        }
+    }
+
+    /// The linear row-major index of `coords` in `shape`.
+    fn linear(&mut self, coords: &[NodeId], shape: &[u64]) -> NodeId {
+        let strides = row_major_strides(shape);
+        let mut acc = self.int(0);
+        for (k, &c) in coords.iter().enumerate() {
+            if shape[k] == 1 {
+                continue;
+            }
+            let s = self.int(strides[k] as i128);
+            let t = self.ix(IndexOp::Mul, c, s);
+            acc = self.ix(IndexOp::Add, acc, t);
+        }
+        acc
+    }
+
+    /// Coordinates of linear index `lin` in `shape`.
+    fn delinearize(&mut self, lin: NodeId, shape: &[u64]) -> Vec<NodeId> {
+        let strides = row_major_strides(shape);
+        (0..shape.len())
+            .map(|k| {
+                let s = self.int(strides[k] as i128);
+                let q = self.ix(IndexOp::Div, lin, s);
+                let n = self.int(shape[k] as i128);
+                self.ix(IndexOp::Rem, q, n)
+            })
+            .collect()
+    }
+
+    /// Clamp an i64 node into [lo, hi].
+    fn clamp(&mut self, x: NodeId, lo: i128, hi: i128) -> NodeId {
+        let l = self.int(lo);
+        let h = self.int(hi);
+        let a = self.ix(IndexOp::Max, x, l);
+        self.ix(IndexOp::Min, a, h)
+    }
+
+    /// An integer scalar value (an index operand) as i64.
+    fn index_value(&mut self, v: Value) -> Result<NodeId, PlanError> {
+        let x = self.value(v, &[])?;
+        Ok(self.push(Node::Convert { x, to: DType::I64 }, DType::I64))
+    }
+
+    /// The node computing value `v` at `coords`.
+    fn value(&mut self, v: Value, coords: &[NodeId]) -> Result<NodeId, PlanError> {
+        let key = (v, coords.to_vec());
+        if let Some(&n) = self.memo.get(&key) {
+            return Ok(n);
+        }
+        let n = if self.materialize.get(&v).copied().unwrap_or(true) {
+            let buffer = self.buffer_of[&v];
+            let input = match self.inputs.iter().position(|b| b.buffer == buffer) {
+                Some(i) => i,
+                None => {
+                    self.inputs.push(BufferArg { buffer, dtype: self.ty(v).dtype });
+                    self.inputs.len() - 1
+                }
+            };
+            let shape = self.ty(v).shape.clone();
+            let index = self.linear(coords, &shape);
+            self.push(Node::Load { input, index }, compute_type(self.ty(v).dtype))
+        } else {
+            let ValueDef::Result(i, _) = self.f.values[v].def else { unreachable!("parameters are materialized") };
+            let inst = &self.f.insts[i];
+            let name = format!("%{}", self.f.values[v].name);
+            if !self.fuses.contains(&name) {
+                self.fuses.push(name);
+            }
+            self.value_inst(inst, coords)?
+        };
+        self.memo.insert(key, n);
+        Ok(n)
+    }
+
+    fn attr_ints(&self, inst: &InstData, name: &str) -> Vec<i64> {
+        let tys: Vec<&TensorType> = inst.operands.iter().map(|&o| self.ty(o)).collect();
+        resolved_attr(inst, name, &tys).and_then(|a| a.as_ints()).unwrap_or_default()
+    }
+
+    /// The node computing `inst`'s result at `coords` (fusible ops only).
+    fn value_inst(&mut self, inst: &InstData, coords: &[NodeId]) -> Result<NodeId, PlanError> {
+        let out = self.ty(inst.results[0]).clone();
+        let ct = compute_type(out.dtype);
+        let op = inst.op;
+        let opnd = |k: usize| inst.operands[k];
+        Ok(match op {
+            Opcode::Constant => {
+                let lit = inst.literal.as_ref().unwrap();
+                match lit.elems[0] {
+                    pjc_ir::Number::Int(i) if out.dtype.is_int() => self.push(Node::ConstInt(i, out.dtype), out.dtype),
+                    pjc_ir::Number::Int(i) => self.push(Node::ConstFloat(i as f64, ct), ct),
+                    pjc_ir::Number::Float(x) => self.push(Node::ConstFloat(x, ct), ct),
+                    pjc_ir::Number::Bool(b) => self.push(Node::ConstBool(b), DType::Pred),
+                }
+            }
+            Opcode::Iota => {
+                let dim = inst.attr("dim").and_then(|a| a.as_int()).unwrap_or(0) as usize;
+                self.push(Node::Convert { x: coords[dim], to: out.dtype }, ct)
+            }
+            Opcode::Compare => {
+                let dir = inst.attr("dir").and_then(|a| a.as_ident()).and_then(CmpDir::parse).unwrap();
+                let a = self.value(opnd(0), coords)?;
+                let b = self.value(opnd(1), coords)?;
+                self.push(Node::Compare { dir, a, b }, DType::Pred)
+            }
+            Opcode::Select => {
+                let pc: Vec<NodeId> = if self.ty(opnd(0)).is_scalar() { vec![] } else { coords.to_vec() };
+                let c = self.value(opnd(0), &pc)?;
+                let a = self.value(opnd(1), coords)?;
+                let b = self.value(opnd(2), coords)?;
+                self.push(Node::Select { cond: c, a, b }, ct)
+            }
+            Opcode::Clamp => {
+                let lc: Vec<NodeId> = if self.ty(opnd(0)).is_scalar() { vec![] } else { coords.to_vec() };
+                let hc: Vec<NodeId> = if self.ty(opnd(2)).is_scalar() { vec![] } else { coords.to_vec() };
+                let lo = self.value(opnd(0), &lc)?;
+                let x = self.value(opnd(1), coords)?;
+                let hi = self.value(opnd(2), &hc)?;
+                let m = self.push(Node::Binary { op: Opcode::Max, a: x, b: lo }, ct);
+                self.push(Node::Binary { op: Opcode::Min, a: m, b: hi }, ct)
+            }
+            Opcode::Convert => {
+                let x = self.value(opnd(0), coords)?;
+                self.push(Node::Convert { x, to: out.dtype }, ct)
+            }
+            Opcode::BitcastConvert => {
+                let x = self.value(opnd(0), coords)?;
+                let from = self.ty(opnd(0)).dtype;
+                self.push(Node::Bitcast { x, from, to: out.dtype }, ct)
+            }
+            _ if op.def().elementwise && inst.operands.len() == 1 => {
+                let x = self.value(opnd(0), coords)?;
+                let t = if op == Opcode::IsFinite { DType::Pred } else { ct };
+                let n = self.push(Node::Unary { op, x }, t);
+                self.round_narrow(n, out.dtype)
+            }
+            _ if op.def().elementwise && inst.operands.len() == 2 => {
+                let a = self.value(opnd(0), coords)?;
+                let b = self.value(opnd(1), coords)?;
+                let n = self.push(Node::Binary { op, a, b }, ct);
+                self.round_narrow(n, out.dtype)
+            }
+            Opcode::Broadcast => {
+                let dims = self.attr_ints(inst, "dims");
+                let src = self.ty(opnd(0)).clone();
+                let zero = self.int(0);
+                let c: Vec<NodeId> = dims
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &d)| if src.shape[i] == 1 { zero } else { coords[d as usize] })
+                    .collect();
+                self.value(opnd(0), &c)?
+            }
+            Opcode::Reshape => {
+                let src = self.ty(opnd(0)).shape.clone();
+                let lin = self.linear(coords, &out.shape);
+                let c = self.delinearize(lin, &src);
+                self.value(opnd(0), &c)?
+            }
+            Opcode::Transpose => {
+                let perm = self.attr_ints(inst, "perm");
+                let mut c = vec![0; perm.len()];
+                for (i, &p) in perm.iter().enumerate() {
+                    c[p as usize] = coords[i];
+                }
+                self.value(opnd(0), &c)?
+            }
+            Opcode::Slice => {
+                let (start, stride) = (self.attr_ints(inst, "start"), self.attr_ints(inst, "stride"));
+                let mut c = vec![];
+                for (k, &x) in coords.iter().enumerate() {
+                    let s = self.int(stride[k] as i128);
+                    let m = self.ix(IndexOp::Mul, x, s);
+                    let o = self.int(start[k] as i128);
+                    c.push(self.ix(IndexOp::Add, m, o));
+                }
+                self.value(opnd(0), &c)?
+            }
+            Opcode::Reverse => {
+                let dims = self.attr_ints(inst, "dims");
+                let mut c = coords.to_vec();
+                for &d in &dims {
+                    let n = self.int(out.shape[d as usize] as i128 - 1);
+                    c[d as usize] = self.ix(IndexOp::Sub, n, coords[d as usize]);
+                }
+                self.value(opnd(0), &c)?
+            }
+            Opcode::Pad => {
+                let (low, interior) = (self.attr_ints(inst, "low"), self.attr_ints(inst, "interior"));
+                let src = self.ty(opnd(0)).shape.clone();
+                let mut c = vec![];
+                let mut valid: Option<NodeId> = None;
+                for k in 0..coords.len() {
+                    let lo = self.int(low[k] as i128);
+                    let rel = self.ix(IndexOp::Sub, coords[k], lo);
+                    let step = self.int(interior[k] as i128 + 1);
+                    let q = self.ix(IndexOp::Div, rel, step);
+                    let r = self.ix(IndexOp::Rem, rel, step);
+                    // valid iff rel >= 0, r == 0, q < n
+                    let zero = self.int(0);
+                    let neg = self.ix(IndexOp::Lt, rel, zero); // 1 if rel < 0
+                    let n = self.int(src[k] as i128);
+                    let inb = self.ix(IndexOp::Lt, q, n); // 1 if q < n
+                    let one = self_one(self);
+                    let bad_r = self.ix(IndexOp::Min, r, one);
+                    let ok_neg = self.ix(IndexOp::Sub, one, neg);
+                    let ok_r = self.ix(IndexOp::Sub, one, bad_r);
+                    let ok = self.ix(IndexOp::Mul, ok_neg, inb);
+                    let ok = self.ix(IndexOp::Mul, ok, ok_r);
+                    valid = Some(match valid {
+                        None => ok,
+                        Some(v) => self.ix(IndexOp::Mul, v, ok),
+                    });
+                    c.push(self.clamp(q, 0, src[k] as i128 - 1));
+                }
+                let x = self.value(opnd(0), &c)?;
+                let pv = self.value(opnd(1), &[])?;
+                match valid {
+                    None => x,
+                    Some(valid) => {
+                        let one = self_one(self);
+                        let cond = self.push(Node::Compare { dir: CmpDir::Eq, a: valid, b: one }, DType::Pred);
+                        self.push(Node::Select { cond, a: x, b: pv }, ct)
+                    }
+                }
+            }
+            Opcode::Concat => {
+                let dim = inst.attr("dim").and_then(|a| a.as_int()).unwrap_or(0) as usize;
+                // Walk parts from the last: value = select(c < start_k, earlier, part_k).
+                let mut starts = vec![];
+                let mut acc = 0u64;
+                for &o in &inst.operands {
+                    starts.push(acc);
+                    acc += self.ty(o).shape[dim];
+                }
+                let mut result: Option<NodeId> = None;
+                for (k, &o) in inst.operands.iter().enumerate() {
+                    let size = self.ty(o).shape[dim] as i128;
+                    let s = self.int(starts[k] as i128);
+                    let rel = self.ix(IndexOp::Sub, coords[dim], s);
+                    let mut c = coords.to_vec();
+                    c[dim] = self.clamp(rel, 0, size - 1);
+                    let x = self.value(o, &c)?;
+                    result = Some(match result {
+                        None => x,
+                        Some(prev) => {
+                            let cond = self.push(Node::Compare { dir: CmpDir::Lt, a: coords[dim], b: s }, DType::Pred);
+                            self.push(Node::Select { cond, a: prev, b: x }, ct)
+                        }
+                    });
+                }
+                result.unwrap()
+            }
+            Opcode::DynamicSlice => {
+                let src = self.ty(opnd(0)).shape.clone();
+                let mut c = vec![];
+                for k in 0..coords.len() {
+                    let s = self.index_value(inst.operands[1 + k])?;
+                    let s = self.clamp(s, 0, (src[k] - out.shape[k]) as i128);
+                    c.push(self.ix(IndexOp::Add, s, coords[k]));
+                }
+                self.value(opnd(0), &c)?
+            }
+            Opcode::DynamicUpdateSlice => {
+                let upd = self.ty(opnd(1)).shape.clone();
+                let mut uc = vec![];
+                let mut inside: Option<NodeId> = None;
+                for k in 0..coords.len() {
+                    let s = self.index_value(inst.operands[2 + k])?;
+                    let s = self.clamp(s, 0, (out.shape[k] - upd[k]) as i128);
+                    let rel = self.ix(IndexOp::Sub, coords[k], s);
+                    // inside iff 0 <= rel < upd[k]
+                    let zero = self.int(0);
+                    let neg = self.ix(IndexOp::Lt, rel, zero);
+                    let n = self.int(upd[k] as i128);
+                    let lt = self.ix(IndexOp::Lt, rel, n);
+                    let one = self_one(self);
+                    let ok_neg = self.ix(IndexOp::Sub, one, neg);
+                    let ok = self.ix(IndexOp::Mul, ok_neg, lt);
+                    inside = Some(match inside {
+                        None => ok,
+                        Some(v) => self.ix(IndexOp::Mul, v, ok),
+                    });
+                    uc.push(self.clamp(rel, 0, upd[k] as i128 - 1));
+                }
+                let u = self.value(opnd(1), &uc)?;
+                let a = self.value(opnd(0), coords)?;
+                match inside {
+                    None => u,
+                    Some(inside) => {
+                        let one = self_one(self);
+                        let cond = self.push(Node::Compare { dir: CmpDir::Eq, a: inside, b: one }, DType::Pred);
+                        self.push(Node::Select { cond, a: u, b: a }, ct)
+                    }
+                }
+            }
+            Opcode::Gather => {
+                let axis = inst.attr("axis").and_then(|a| a.as_int()).unwrap_or(0) as usize;
+                let table = self.ty(opnd(0)).shape.clone();
+                let ir = self.ty(opnd(1)).rank();
+                let ic = coords[axis..axis + ir].to_vec();
+                let raw = self.value(opnd(1), &ic)?;
+                let idx = self.push(Node::Convert { x: raw, to: DType::I64 }, DType::I64);
+                let idx = self.clamp(idx, 0, table[axis] as i128 - 1);
+                let mut c = coords[..axis].to_vec();
+                c.push(idx);
+                c.extend_from_slice(&coords[axis + ir..]);
+                self.value(opnd(0), &c)?
+            }
+            op => return Err(PlanError(format!("unsupported: '{op}' cannot be fused into a loop kernel"))),
+        })
+    }
+
+    /// A `reduce` kernel: output coords, then the reduced dims' coords.
+    fn reduce(&mut self, inst: &InstData, out: &[NodeId]) -> Result<(NodeId, Option<Reduction>), PlanError> {
+        let src = self.ty(inst.operands[0]).clone();
+        let dims = self.attr_ints(inst, "dims");
+        let kind = match inst.attr("kind").and_then(|a| a.as_ident()).unwrap_or("sum") {
+            "sum" => ReduceKind::Sum,
+            "prod" => ReduceKind::Prod,
+            "max" => ReduceKind::Max,
+            "min" => ReduceKind::Min,
+            "and" => ReduceKind::And,
+            _ => ReduceKind::Or,
+        };
+        let mut c = vec![0; src.rank()];
+        let (mut k, mut r) = (0, out.len());
+        let mut rshape = vec![];
+        for d in 0..src.rank() {
+            if dims.contains(&(d as i64)) {
+                c[d] = self.push(Node::Coord(r), DType::I64);
+                rshape.push(src.shape[d]);
+                r += 1;
+            } else {
+                c[d] = out[k];
+                k += 1;
+            }
+        }
+        let x = self.value(inst.operands[0], &c)?;
+        Ok((x, Some(Reduction { shape: rshape, kind, acc: accumulator(src.dtype, kind) })))
+    }
+
+    /// A `reduce_window` kernel: output coords, then window coords; padding
+    /// positions hold the kind's identity.
+    fn reduce_window(&mut self, inst: &InstData, out: &[NodeId]) -> Result<(NodeId, Option<Reduction>), PlanError> {
+        let src = self.ty(inst.operands[0]).clone();
+        let window = self.attr_ints(inst, "window");
+        let strides = self.attr_ints(inst, "strides");
+        let tys: Vec<&TensorType> = vec![&src];
+        let padding = resolved_attr(inst, "padding", &tys).and_then(|a| a.as_pairs()).unwrap_or_default();
+        let kind = match inst.attr("kind").and_then(|a| a.as_ident()).unwrap_or("sum") {
+            "max" => ReduceKind::Max,
+            "min" => ReduceKind::Min,
+            _ => ReduceKind::Sum,
+        };
+        let rank = src.rank();
+        let mut c = vec![];
+        let mut valid: Option<NodeId> = None;
+        for d in 0..rank {
+            let w = self.push(Node::Coord(rank + d), DType::I64);
+            let s = self.int(strides[d] as i128);
+            let base = self.ix(IndexOp::Mul, out[d], s);
+            let lo = self.int(padding[d].0 as i128);
+            let pos = self.ix(IndexOp::Add, base, w);
+            let pos = self.ix(IndexOp::Sub, pos, lo);
+            let zero = self.int(0);
+            let neg = self.ix(IndexOp::Lt, pos, zero);
+            let n = self.int(src.shape[d] as i128);
+            let lt = self.ix(IndexOp::Lt, pos, n);
+            let one = self_one(self);
+            let ok_neg = self.ix(IndexOp::Sub, one, neg);
+            let ok = self.ix(IndexOp::Mul, ok_neg, lt);
+            valid = Some(match valid {
+                None => ok,
+                Some(v) => self.ix(IndexOp::Mul, v, ok),
+            });
+            c.push(self.clamp(pos, 0, src.shape[d] as i128 - 1));
+        }
+        let x = self.value(inst.operands[0], &c)?;
+        let ct = compute_type(src.dtype);
+        let identity = match (kind, ct.is_float()) {
+            (ReduceKind::Max, true) => Node::ConstFloat(f64::NEG_INFINITY, ct),
+            (ReduceKind::Min, true) => Node::ConstFloat(f64::INFINITY, ct),
+            (ReduceKind::Max, false) => Node::ConstInt(src.dtype.int_range().map_or(0, |r| r.0), ct),
+            (ReduceKind::Min, false) => Node::ConstInt(src.dtype.int_range().map_or(0, |r| r.1), ct),
+            (_, true) => Node::ConstFloat(0.0, ct),
+            _ => Node::ConstInt(0, ct),
+        };
+        let idn = self.push(identity, ct);
+        let one = self_one(self);
+        let cond = self.push(Node::Compare { dir: CmpDir::Eq, a: valid.unwrap_or(one), b: one }, DType::Pred);
+        let v = self.push(Node::Select { cond, a: x, b: idn }, ct);
+        let rshape = window.iter().map(|&w| w as u64).collect();
+        Ok((v, Some(Reduction { shape: rshape, kind, acc: accumulator(src.dtype, kind) })))
+    }
+}
+
+fn self_one(b: &mut Body) -> NodeId {
+    b.int(1)
+}
+
+/// The accumulator type of a reduction: at least f32 for float sums and products.
+fn accumulator(d: DType, kind: ReduceKind) -> DType {
+    match (d, kind) {
+        (DType::F16 | DType::BF16, _) => DType::F32,
+        (d, _) => d,
+    }
+}
+
+impl fmt::Display for Plan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "plan @{}", self.name)?;
+        for (i, b) in self.buffers.iter().enumerate() {
+            let kind = match &b.kind {
+                BufferKind::Param(k) => format!("param {k}"),
+                BufferKind::Constant(_) => "constant".to_string(),
+                BufferKind::Temp => "temp".to_string(),
+            };
+            writeln!(f, "  b{i} = %{} : {} ({kind})", b.name, b.ty)?;
+        }
+        for s in &self.steps {
+            match s {
+                Step::Kernel(k) => writeln!(f, "  {k}")?,
+                Step::Library { inst, inputs, output } => {
+                    let ins = inputs.iter().map(|b| format!("b{b}")).collect::<Vec<_>>().join(", ");
+                    writeln!(f, "  library {} ({ins}) -> (b{output})", inst.op)?
+                }
+                Step::Collective { inst, input, output } => {
+                    let attrs: Vec<String> = inst
+                        .attrs
+                        .iter()
+                        .map(|a| format!("{}={}", a.name, attr_text(&a.value)))
+                        .collect();
+                    writeln!(f, "  collective {} {{{}}} (b{input}) -> (b{output})", inst.op, attrs.join(", "))?
+                }
+            }
+        }
+        let res = self.results.iter().map(|b| format!("b{b}")).collect::<Vec<_>>().join(", ");
+        writeln!(f, "  return {res}")
+    }
+}
+
+fn attr_text(v: &AttrValue) -> String {
+    match v {
+        AttrValue::Int(i) => i.to_string(),
+        AttrValue::Ident(s) => s.clone(),
+        AttrValue::List(l) => format!("[{}]", l.iter().map(attr_text).collect::<Vec<_>>().join(",")),
+        other => format!("{other:?}"),
+    }
+}

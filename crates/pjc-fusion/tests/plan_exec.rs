@@ -1,0 +1,81 @@
+//! Fusion must not change results: every single-device test program, planned
+//! and executed kernel by kernel, equals the interpreter bit for bit (kernels
+//! compute exactly the ops they fuse, bf16/f16 rounding per op included).
+
+use pjc_ir::{DType, FuncKind};
+use pjc_tensor::Tensor;
+use std::path::{Path, PathBuf};
+
+fn pir_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            pir_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "pir") {
+            out.push(p);
+        }
+    }
+}
+
+fn same(a: &Tensor, b: &Tensor) -> bool {
+    a.shape == b.shape
+        && a.dtype() == b.dtype()
+        && match (a.data.lanes(), b.data.lanes()) {
+            (pjc_tensor::Lanes::F(x), pjc_tensor::Lanes::F(y)) => {
+                x.iter().zip(&y).all(|(p, q)| (p.is_nan() && q.is_nan()) || p.to_bits() == q.to_bits())
+            }
+            (x, y) => x == y,
+        }
+}
+
+#[test]
+fn fused_plans_execute_like_the_interpreter() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut dirs = vec![];
+    pir_files(&root.join("tests/numeric/cases"), &mut dirs);
+    dirs.sort();
+    let mut failures = vec![];
+    let mut checked = 0;
+    for path in &dirs {
+        let src = std::fs::read_to_string(path).unwrap();
+        let Ok(m) = pjc_front::load(&src) else { continue };
+        let entry = m.func_by_name("main").unwrap();
+        let f = &m.funcs[entry];
+        if f.kind == FuncKind::Spmd || m.funcs.len() > 1 || m.mesh.as_ref().is_some_and(|x| x.device_count() > 1) {
+            continue;
+        }
+        let dir = path.parent().unwrap();
+        let args: Vec<Tensor> = (0..f.params.len())
+            .map(|i| {
+                let t = pjc_tensor::read_npy(&dir.join(format!("in_{}.npy", f.param_name(i)))).unwrap();
+                if f.ty(f.params[i]).dtype == DType::BF16 {
+                    pjc_tensor::convert(&t, DType::BF16).unwrap()
+                } else {
+                    t
+                }
+            })
+            .collect();
+        let want = pjc_interp::eval(&m, entry, args.clone()).unwrap();
+        let plan = match pjc_fusion::plan(f) {
+            Ok(p) => p,
+            Err(e) => {
+                failures.push(format!("{}: plan: {}", path.display(), e.0));
+                continue;
+            }
+        };
+        checked += 1;
+        match pjc_fusion::exec::execute(&plan, &args, &mut pjc_fusion::exec::SingleDevice) {
+            Ok(got) => {
+                for (k, (a, b)) in want.iter().zip(&got).enumerate() {
+                    if !same(a, b) {
+                        failures.push(format!("{}: result {k} differs\n{plan}", path.display()));
+                    }
+                }
+            }
+            Err(e) => failures.push(format!("{}: exec: {e}\n{plan}", path.display())),
+        }
+    }
+    assert!(checked >= 150, "only {checked} programs planned");
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.iter().take(6).cloned().collect::<Vec<_>>().join("\n"));
+}
