@@ -32,6 +32,9 @@ pub enum Tok {
     Question,
     /// `-` not followed by a digit (only valid before `inf`).
     Minus,
+    /// Text the lexer rejected (its diagnostic is already recorded); the parser
+    /// abandons the statement without reporting it again.
+    Error,
     Eof,
 }
 
@@ -56,6 +59,7 @@ impl Tok {
             Tok::Arrow => "'->'".into(),
             Tok::Question => "'?'".into(),
             Tok::Minus => "'-'".into(),
+            Tok::Error => "an invalid token".into(),
             Tok::Eof => "end of file".into(),
         }
     }
@@ -142,6 +146,7 @@ pub fn lex(src: &str) -> (Vec<Token>, Vec<Comment>, Vec<Diag>) {
                 }
                 if j == i + 1 {
                     diags.push(Diag::new(Span::new(off(i), off(i + 1)), format!("expected a name after '{c}'")));
+                    push(Tok::Error, i + 1, &mut line_has_token);
                     i += 1;
                     continue;
                 }
@@ -155,7 +160,8 @@ pub fn lex(src: &str) -> (Vec<Token>, Vec<Comment>, Vec<Diag>) {
                     j += 1;
                 }
                 if at(j) != '"' {
-                    diags.push(Diag::new(Span::new(off(i), off(j)), "unterminated string"));
+                    diags.push(Diag::new(Span::new(off(i), off(j)), "unterminated string (a string ends with '\"' on the same line)"));
+                    push(Tok::Error, j, &mut line_has_token);
                     i = j;
                     continue;
                 }
@@ -203,6 +209,7 @@ pub fn lex(src: &str) -> (Vec<Token>, Vec<Comment>, Vec<Diag>) {
                         k += 1;
                     }
                     diags.push(Diag::new(Span::new(off(i), off(k)), format!("malformed number '{}'", &src[off(i)..off(k)])));
+                    push(Tok::Error, k, &mut line_has_token);
                     i = k;
                     continue;
                 }
@@ -234,7 +241,15 @@ pub fn lex(src: &str) -> (Vec<Token>, Vec<Comment>, Vec<Diag>) {
                 };
                 match tok {
                     Some(t) => push(t, i + 1, &mut line_has_token),
-                    None => diags.push(Diag::new(Span::new(off(i), off(i + 1)), format!("unexpected character '{}'", c.escape_debug()))),
+                    None => {
+                        let msg = if c == '+' && (at(i + 1).is_ascii_digit() || at(i + 1) == 'i') {
+                            "a number has no leading '+' (write 1, not +1)".to_string()
+                        } else {
+                            format!("unexpected character '{}'", c.escape_debug())
+                        };
+                        diags.push(Diag::new(Span::new(off(i), off(i + 1)), msg));
+                        push(Tok::Error, i + 1, &mut line_has_token);
+                    }
                 }
                 i += 1;
             }

@@ -12,14 +12,15 @@ use pjc_ir::{
     Attr, AttrValue, Comments, DType, DimSharding, FuncKind, Function, InstData, Literal, Mesh, MeshAxis, Module,
     Number, Opcode, ResultDecl, Sharding, Span, TensorType, Value, ValueDef,
 };
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Parses a module. On failure returns every error found.
 pub fn parse(src: &str) -> Result<Module, Vec<Diag>> {
-    let (toks, comments, mut diags) = lex(src);
-    let mut p = Parser { toks, pos: 0, comments, cpos: 0, diags: vec![] };
+    let (toks, comments, diags) = lex(src);
+    // The parser's diagnostics follow the lexer's (so it knows about them).
+    let mut p = Parser { toks, pos: 0, comments, cpos: 0, diags, broken: HashSet::new() };
     let m = p.module();
-    diags.append(&mut p.diags);
+    let diags = p.diags;
     if diags.is_empty() {
         Ok(m)
     } else {
@@ -44,6 +45,9 @@ struct Parser {
     comments: Vec<Comment>,
     cpos: usize,
     diags: Vec<Diag>,
+    /// Names of the current function whose defining statement had a syntax error:
+    /// their uses are not reported again.
+    broken: HashSet<String>,
 }
 
 const PLACEHOLDER: DType = DType::Pred;
@@ -90,9 +94,34 @@ impl Parser {
         self.diags.push(Diag::new(span, msg));
         Err(Bail)
     }
+    /// "expected X, found Y". When Y starts a new line with what begins the next
+    /// statement or function (or closes the body), X is missing at the end of the
+    /// previous line, so the error points just after the previous token; otherwise
+    /// at Y. A token the lexer rejected was already reported.
     fn expected<T>(&mut self, what: &str) -> P<T> {
+        let cur = &self.toks[self.pos];
+        let next_construct = cur.line_start
+            && match &cur.tok {
+                Tok::Eof | Tok::RBrace | Tok::Value(_) => true,
+                Tok::Ident(s) => matches!(s.as_str(), "return" | "func" | "spmd" | "mesh"),
+                _ => false,
+            };
+        let span = match self.pos.checked_sub(1).map(|i| &self.toks[i]) {
+            Some(prev) if prev.line < cur.line && next_construct => Span { start: prev.span.end, end: prev.span.end },
+            _ => cur.span,
+        };
+        self.expected_at(span, what)
+    }
+    /// "expected X, found Y" pointing at Y (where Y itself is out of place).
+    fn expected_here<T>(&mut self, what: &str) -> P<T> {
+        self.expected_at(self.span(), what)
+    }
+    fn expected_at<T>(&mut self, span: Span, what: &str) -> P<T> {
+        if self.is(&Tok::Error) {
+            return Err(Bail);
+        }
         let got = self.peek().describe();
-        self.error(self.span(), format!("expected {what}, found {got}"))
+        self.error(span, format!("expected {what}, found {got}"))
     }
     fn expect(&mut self, t: &Tok, what: &str) -> P<Span> {
         if self.is(t) {
@@ -108,6 +137,25 @@ impl Parser {
                 Ok((s, sp))
             }
             _ => self.expected(what),
+        }
+    }
+
+    /// A use of `%name` that is not in scope: reported as used before its
+    /// definition when the function defines it further down, and not reported at
+    /// all when its definition had an error of its own.
+    fn undefined<T>(&mut self, name: &str, sp: Span) -> P<T> {
+        if self.broken.contains(name) {
+            return Err(Bail);
+        }
+        let later = self.toks[self.pos..]
+            .iter()
+            .zip(self.toks[self.pos..].iter().skip(1))
+            .take_while(|(t, _)| !(t.line_start && matches!(&t.tok, Tok::Ident(s) if s == "func" || s == "spmd")))
+            .find(|(t, next)| t.tok == Tok::Value(name.to_string()) && (t.line_start || next.tok == Tok::Eq))
+            .map(|(t, _)| t.line + 1);
+        match later {
+            Some(line) => self.error(sp, format!("use of '%{name}' before its definition (on line {line})")),
+            None => self.error(sp, format!("use of undefined value '%{name}'")),
         }
     }
 
@@ -151,9 +199,13 @@ impl Parser {
         }
     }
 
-    /// Skip to the next function.
+    /// Skip to the next function (staying put when already at its start: a failed
+    /// function has always consumed at least its `func`).
     fn skip_function(&mut self) {
-        self.bump();
+        let t = &self.toks[self.pos];
+        if !(t.line_start && matches!(&t.tok, Tok::Ident(s) if s == "func" || s == "spmd")) {
+            self.bump();
+        }
         loop {
             let t = &self.toks[self.pos];
             if t.tok == Tok::Eof || (t.line_start && matches!(&t.tok, Tok::Ident(s) if s == "func" || s == "spmd")) {
@@ -187,7 +239,7 @@ impl Parser {
                 continue;
             }
             if !self.is_ident("func") && !self.is_ident("spmd") {
-                let _ = self.expected::<()>("'func' or 'spmd func'");
+                let _ = self.expected_here::<()>("'func' or 'spmd func'");
                 self.skip_function();
                 continue;
             }
@@ -248,7 +300,7 @@ impl Parser {
         let Some(dtype) = DType::from_name(&name) else {
             return self.error(sp, format!("unknown dtype '{name}' (expected one of f64 f32 f16 bf16 i64 i32 i16 i8 u64 u32 u16 u8 pred)"));
         };
-        self.expect(&Tok::LBracket, "'[' after the dtype")?;
+        self.expect(&Tok::LBracket, &format!("'[' and the shape after the dtype (a scalar is {name}[])"))?;
         let mut shape = vec![];
         if !self.eat(&Tok::RBracket) {
             loop {
@@ -332,6 +384,7 @@ impl Parser {
         f.name_span = name_span;
         f.span = start;
         let mut scope: HashMap<String, Value> = HashMap::new();
+        self.broken.clear();
         self.expect(&Tok::LParen, "'(' after the function name")?;
         if !self.eat(&Tok::RParen) {
             loop {
@@ -401,7 +454,7 @@ impl Parser {
                                         f.ret_spans.push(sp);
                                     }
                                     None => {
-                                        self.diags.push(Diag::new(sp, format!("use of undefined value '%{n}'")));
+                                        let _ = self.undefined::<()>(&n, sp);
                                         ok = false;
                                     }
                                 }
@@ -431,6 +484,15 @@ impl Parser {
                 Tok::Value(_) => {
                     let from = self.pos;
                     if self.statement(&mut f, &mut scope).is_err() {
+                        // The names it defines: `%a, %b =`.
+                        let mut k = from;
+                        while let Tok::Value(n) = &self.toks[k].tok {
+                            self.broken.insert(n.clone());
+                            if self.toks[k + 1].tok != Tok::Comma {
+                                break;
+                            }
+                            k += 2;
+                        }
                         self.skip_statement(from);
                     }
                 }
@@ -440,7 +502,7 @@ impl Parser {
                 }
                 Tok::Eof => return self.expected("'return' and '}' to end the function"),
                 _ => {
-                    let _ = self.expected::<()>("a statement like '%x = op ...' or 'return'");
+                    let _ = self.expected_here::<()>("a statement like '%x = op ...' or 'return'");
                     let from = self.pos;
                     self.skip_statement(from);
                     if self.is_ident("func") || self.is_ident("spmd") {
@@ -499,8 +561,9 @@ impl Parser {
         }
         // Result types.
         let mut types: Vec<(TensorType, Option<Sharding>, Span)> = vec![];
-        let types_start = self.span();
+        let mut types_start = self.span();
         if self.eat(&Tok::Colon) {
+            types_start = self.span();
             if self.eat(&Tok::LParen) {
                 loop {
                     let s = self.span();
@@ -535,7 +598,7 @@ impl Parser {
         inst.span = start.to(self.prev_span());
         if let Some(raw) = raw_lit {
             let Some((t, _, _)) = types.first() else {
-                return self.error(inst.span, "'constant' needs its result type written (': TYPE')");
+                return self.error(inst.op_span, "'constant' needs its result type written (': TYPE')");
             };
             let t = t.clone();
             inst.literal = Some(self.literal(raw, &t)?);
@@ -570,12 +633,18 @@ impl Parser {
                             inst.operands.push(v);
                             inst.operand_spans.push(sp);
                         }
-                        None => return self.error(sp, format!("use of undefined value '%{n}'")),
+                        None => return self.undefined(&n, sp),
                     }
                 }
                 _ => return self.expected("an operand like %x"),
             }
             if !self.eat(&Tok::Comma) {
+                // `add %x %y`: a value on the same line that does not start the
+                // next statement (`%z =` or `%z, ...`) is a missing comma.
+                let t = &self.toks[self.pos];
+                if matches!(t.tok, Tok::Value(_)) && !t.line_start && !matches!(self.peek_at(1), Tok::Eq | Tok::Comma) {
+                    return self.expected("',' between operands");
+                }
                 return Ok(());
             }
         }
@@ -750,7 +819,8 @@ impl Parser {
         let mut flat = vec![];
         walk(self, &raw, 0, &mut shape, &mut flat)?;
         if !shape.is_empty() && shape != ty.shape {
-            return self.error(lit_span, format!("literal has shape {:?} but the type is {ty}", shape));
+            let shape: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+            return self.error(lit_span, format!("literal has shape [{}] but the type is {ty}", shape.join(",")));
         }
         for (tok, is_bool, sp) in flat {
             elems.push(self.number(&tok, is_bool, ty.dtype, sp)?);

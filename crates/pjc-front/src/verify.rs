@@ -25,7 +25,7 @@ use crate::diag::Diag;
 use pjc_dialects::{AttrKind, Context};
 use pjc_ir::infer::{infer, Blame, CalleeSig, InferCtx};
 use pjc_ir::{
-    AttrValue, FuncId, FuncKind, Function, InstData, Mesh, Module, Opcode, Sharding, Span, TensorType, Value,
+    AttrValue, FuncId, FuncKind, Function, InstData, Mesh, Module, Sharding, Span, TensorType, Value,
 };
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -65,7 +65,9 @@ pub fn verify(m: &mut Module) -> Result<(), Vec<Diag>> {
 pub fn check_entry(m: &Module, entry: &str) -> Result<FuncId, Diag> {
     m.func_by_name(entry).ok_or_else(|| {
         let names: Vec<String> = m.funcs.values().map(|f| format!("@{}", f.name)).collect();
-        Diag::new(Span::new(0, 0), format!("no entry function @{entry} (the module defines {})", names.join(", ")))
+        // Diagnostics have a position (spec section 10): the module's first function.
+        let at = m.funcs.values().next().map_or(Span::new(0, 0), |f| f.span);
+        Diag::new(at, format!("no entry function @{entry} (the module defines {})", names.join(", ")))
     })
 }
 
@@ -116,7 +118,9 @@ fn check_sharding(
                 }
                 let n = mesh.group_size(axes.iter().map(|a| a.as_str()));
                 if check_div && ty.shape[dim] % n != 0 {
-                    d.push(Diag::new(span, format!("dimension {dim} of {what} has size {} which is not divisible by {n} (the size of mesh axes {})", ty.shape[dim], axes.join(", "))));
+                    let sizes: Vec<String> = axes.iter().map(|a| format!("{a}={}", mesh.size(a).unwrap_or(1))).collect();
+                    let which = if axes.len() == 1 { "mesh axis" } else { "mesh axes" };
+                    d.push(Diag::new(span, format!("dimension {dim} of {what} has size {} which is not divisible by {n} ({which} {})", ty.shape[dim], sizes.join(" x "))));
                 }
             }
             _ => {}
@@ -138,9 +142,15 @@ fn signature(f: &Function, mesh: &Mesh, d: &mut Vec<Diag>) {
         if let Some(s) = &r.sharding {
             check_sharding(s, &r.ty, mesh, false, div, &format!("result '{name}'"), r.span, d);
         }
-        if names.insert(name.clone(), i).is_some() {
-            let why = if r.name.is_none() { " (the default name of an unnamed result)" } else { "" };
-            d.push(Diag::new(r.span, format!("result name '{name}' is used twice{why}")));
+        if let Some(j) = names.insert(name.clone(), i) {
+            let msg = if r.name.is_none() {
+                format!("unnamed result {i} gets the default name '{name}', which result {j} already has")
+            } else if f.results[j].name.is_none() {
+                format!("result name '{name}' is already the default name of unnamed result {j}")
+            } else {
+                format!("result name '{name}' is used twice")
+            };
+            d.push(Diag::new(r.span, msg));
         }
         if let Some(&p) = f.params.iter().find(|&&p| f.values[p].name == name) {
             let pv = &f.values[p];
@@ -272,6 +282,10 @@ fn body(f: &mut Function, mesh: &Mesh, sigs: &HashMap<String, CalleeSig>, d: &mu
                 let def = inst.op.def().attrs.iter().find(|d| d.name == a.name);
                 def.and_then(|d| pjc_ir::infer::default_value(d, wr)).as_ref() != Some(&a.value)
             });
+            // ...and the attributes are in the op table's order (the order the
+            // printer uses), whatever order the source wrote them in.
+            let rank = |name: &str| inst.op.def().attrs.iter().position(|d| d.name == name);
+            f.insts[inst_id].attrs.sort_by_key(|a| rank(&a.name));
         }
         match inferred {
             Some(types) => {
@@ -285,6 +299,8 @@ fn body(f: &mut Function, mesh: &Mesh, sigs: &HashMap<String, CalleeSig>, d: &mu
                     if inst.types_written {
                         if f.values[r].ty != t {
                             d.push(Diag::new(inst.types_span, format!("result type {} of %{} does not match the inferred type {t}", f.values[r].ty, f.values[r].name)));
+                            // Its uses would only repeat this error.
+                            poisoned.insert(r);
                         }
                     } else {
                         f.values[r].ty = t;
@@ -329,75 +345,39 @@ fn call_cycles(m: &Module, d: &mut Vec<Diag>) {
     let by_name: HashMap<&str, &Function> = m.funcs.values().map(|f| (f.name.as_str(), f)).collect();
     // 0 = unvisited, 1 = on stack, 2 = done
     let mut state: HashMap<&str, u8> = HashMap::new();
-    fn visit<'a>(
-        f: &'a Function,
-        by_name: &HashMap<&str, &'a Function>,
-        callees: &dyn Fn(&Function) -> Vec<(String, Span)>,
-        state: &mut HashMap<&'a str, u8>,
-        d: &mut Vec<Diag>,
-    ) {
-        state.insert(&f.name, 1);
-        for (c, span) in callees(f) {
-            let Some(g) = by_name.get(c.as_str()) else { continue };
+    // Depth-first search with an explicit stack (a long call chain must not
+    // overflow the native one): each entry is a function, its callees and how
+    // many of them have been looked at.
+    for root in m.funcs.values() {
+        if state.get(root.name.as_str()).copied().unwrap_or(0) != 0 {
+            continue;
+        }
+        state.insert(&root.name, 1);
+        let mut stack: Vec<(&Function, Vec<(String, Span)>, usize)> = vec![(root, callees(root), 0)];
+        while let Some((f, cs, next)) = stack.last_mut() {
+            let f: &Function = f;
+            let Some((c, span)) = cs.get(*next).cloned() else {
+                state.insert(&f.name, 2);
+                stack.pop();
+                continue;
+            };
+            *next += 1;
+            let Some(&g) = by_name.get(c.as_str()) else { continue };
             match state.get(g.name.as_str()).copied().unwrap_or(0) {
+                1 if g.name == f.name => d.push(Diag::new(span, format!("recursive call: @{} calls itself (PIR has no recursion)", f.name))),
                 1 => d.push(Diag::new(span, format!("recursive call: @{} calls @{} which is already being called (PIR has no recursion)", f.name, g.name))),
-                0 => visit(g, by_name, callees, state, d),
+                0 => {
+                    state.insert(&g.name, 1);
+                    stack.push((g, callees(g), 0));
+                }
                 _ => {}
             }
         }
-        state.insert(&f.name, 2);
     }
-    for f in m.funcs.values() {
-        if state.get(f.name.as_str()).copied().unwrap_or(0) == 0 {
-            visit(f, &by_name, &callees, &mut state, d);
-        }
-    }
-}
-
-/// The spec's replication rule for `spmd func` results: computes, for each
-/// value, the mesh axes along which it may differ between devices.
-pub fn varying_axes(f: &Function, m: &Module) -> HashMap<Value, BTreeSet<String>> {
-    let mut var: HashMap<Value, BTreeSet<String>> = HashMap::new();
-    for &p in &f.params {
-        let s: BTreeSet<String> = f.values[p].sharding.iter().flat_map(|s| s.axes().map(str::to_string)).collect();
-        var.insert(p, s);
-    }
-    for &i in &f.body {
-        let inst = &f.insts[i];
-        let union: BTreeSet<String> =
-            inst.operands.iter().flat_map(|v| var.get(v).cloned().unwrap_or_default()).collect();
-        let axes: BTreeSet<String> = inst.attr("axes").and_then(|a| a.as_idents()).unwrap_or_default().into_iter().collect();
-        let per_result: Vec<BTreeSet<String>> = match inst.op {
-            Opcode::Constant | Opcode::Iota => vec![BTreeSet::new()],
-            Opcode::AllReduce | Opcode::AllGather => vec![union.difference(&axes).cloned().collect()],
-            Opcode::ReduceScatter | Opcode::AllToAll | Opcode::CollectivePermute => {
-                vec![union.union(&axes).cloned().collect()]
-            }
-            Opcode::AxisIndex => {
-                vec![inst.attr("axis").and_then(|a| a.as_ident()).map(|a| BTreeSet::from([a.to_string()])).unwrap_or_default()]
-            }
-            Opcode::Call => {
-                let callee = inst.callee.as_deref().and_then(|c| m.func_by_name(c)).map(|id| &m.funcs[id]);
-                match callee {
-                    Some(g) if g.kind == FuncKind::Spmd => g
-                        .results
-                        .iter()
-                        .map(|r| r.sharding.iter().flat_map(|s| s.axes().map(str::to_string)).collect())
-                        .collect(),
-                    _ => vec![union.clone(); inst.results.len()],
-                }
-            }
-            _ => vec![union.clone(); inst.results.len()],
-        };
-        for (k, &r) in inst.results.iter().enumerate() {
-            var.insert(r, per_result.get(k).cloned().unwrap_or_else(|| union.clone()));
-        }
-    }
-    var
 }
 
 fn replication(f: &Function, m: &Module, mesh: &Mesh, d: &mut Vec<Diag>) {
-    let var = varying_axes(f, m);
+    let var = pjc_ir::replication::varying_axes(f, m);
     for (i, &v) in f.ret.iter().enumerate() {
         let split: BTreeSet<String> =
             f.results[i].sharding.iter().flat_map(|s| s.axes().map(str::to_string)).collect();

@@ -81,17 +81,61 @@ pub fn resolved_attr(inst: &InstData, name: &str, operands: &[&TensorType]) -> O
     default_value(def, window_rank(inst.op, operands))
 }
 
-/// Global type of a shard with sharding `s` (dims multiplied by their axes' sizes).
+/// Global type of a shard with sharding `s` (dims multiplied by their axes' sizes;
+/// a dimension too large for u64 saturates, see [`checked_global_type`]).
 pub fn global_type(local: &TensorType, s: Option<&Sharding>, mesh: &Mesh) -> TensorType {
     let mut t = local.clone();
     if let Some(s) = s {
         for (d, size) in t.shape.iter_mut().enumerate() {
             if d < s.dims.len() {
-                *size *= mesh.group_size(s.dim_axes(d).iter().map(|a| a.as_str()));
+                *size = size.saturating_mul(mesh.group_size(s.dim_axes(d).iter().map(|a| a.as_str())));
             }
         }
     }
     t
+}
+
+/// [`global_type`], or `None` when a global dimension does not fit in u64.
+pub fn checked_global_type(local: &TensorType, s: Option<&Sharding>, mesh: &Mesh) -> Option<TensorType> {
+    let mut t = local.clone();
+    if let Some(s) = s {
+        for (d, size) in t.shape.iter_mut().enumerate() {
+            if d < s.dims.len() {
+                *size = size.checked_mul(mesh.group_size(s.dim_axes(d).iter().map(|a| a.as_str())))?;
+            }
+        }
+    }
+    Some(t)
+}
+
+/// A computed dimension, or an error when it does not fit in u64 (shapes are
+/// user-controlled, so arithmetic on them must not wrap or panic).
+fn dim_size(v: Option<u64>, blame: Blame, what: &str) -> R<u64> {
+    v.map_or_else(|| err(blame, format!("{what}: the result dimension is larger than {}", u64::MAX)), Ok)
+}
+
+/// Whether two shapes have the same number of elements, computed exactly
+/// (a product of u64 dimensions can exceed any fixed width).
+fn same_element_count(a: &[u64], b: &[u64]) -> bool {
+    fn count(shape: &[u64]) -> Vec<u64> {
+        let mut limbs = vec![1u64];
+        for &d in shape {
+            let mut carry = 0u128;
+            for l in limbs.iter_mut() {
+                let p = *l as u128 * d as u128 + carry;
+                *l = p as u64;
+                carry = p >> 64;
+            }
+            if carry > 0 {
+                limbs.push(carry as u64);
+            }
+        }
+        while limbs.len() > 1 && limbs.last() == Some(&0) {
+            limbs.pop();
+        }
+        limbs
+    }
+    count(a) == count(b)
 }
 
 /// Local (per-device) type of a global array with sharding `s`, when divisible.
@@ -393,8 +437,12 @@ pub fn infer(
         Reshape => {
             let w = cx.need_written()?;
             let a = a.unwrap();
-            if w.dtype != a.dtype || w.num_elements() != a.num_elements() {
-                return err(Blame::ResultType, format!("reshape keeps the dtype and element count: {a} has {} elements, {w} has {}", a.num_elements(), w.num_elements()));
+            if w.dtype != a.dtype || !same_element_count(&w.shape, &a.shape) {
+                let count = |t: &TensorType| match t.shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d)) {
+                    Some(n) => n.to_string(),
+                    None => format!("more than {}", u64::MAX),
+                };
+                return err(Blame::ResultType, format!("reshape keeps the dtype and element count: {a} has {} elements, {w} has {}", count(a), count(w)));
             }
             one(w.clone())
         }
@@ -437,7 +485,7 @@ pub fn infer(
                 if mismatch {
                     return err(Blame::Operand(i), format!("concat operands must agree in dtype and in every dimension but {dim}: {a} vs {t}"));
                 }
-                shape[dim] += t.shape[dim];
+                shape[dim] = dim_size(shape[dim].checked_add(t.shape[dim]), Blame::Operand(i), "concat")?;
             }
             one(TensorType::new(a.dtype, shape))
         }
@@ -478,7 +526,7 @@ pub fn infer(
                 if size <= 0 {
                     return err(Blame::Attr("low"), format!("padding dimension {d} gives size {size}; PIR arrays have positive dimensions"));
                 }
-                shape.push(size as u64);
+                shape.push(dim_size(u64::try_from(size).ok(), Blame::Attr("high"), "pad")?);
             }
             one(TensorType::new(a.dtype, shape))
         }
@@ -559,7 +607,7 @@ pub fn infer(
             let n = cx.group(&cx.axes("axes")?);
             let dim = cx.dim("dim", a.rank())?;
             let mut t = a.clone();
-            t.shape[dim] *= n;
+            t.shape[dim] = dim_size(t.shape[dim].checked_mul(n), Blame::Attr("axes"), "all_gather")?;
             one(t)
         }
         ReduceScatter => {
@@ -584,7 +632,7 @@ pub fn infer(
             }
             let mut t = a.clone();
             t.shape[sd] /= n;
-            t.shape[cd] *= n;
+            t.shape[cd] = dim_size(t.shape[cd].checked_mul(n), Blame::Attr("concat_dim"), "all_to_all")?;
             one(t)
         }
         CollectivePermute => {
@@ -630,7 +678,8 @@ fn window_shape(cx: &Cx, a: &TensorType) -> R<Vec<u64>> {
         if padded < w {
             return err(Blame::Attr("window"), format!("window {w} does not fit dimension {d} of padded size {padded}"));
         }
-        out.push(((padded - w) / strides[d] as i128 + 1) as u64);
+        let size = (padded - w) / strides[d] as i128 + 1;
+        out.push(dim_size(u64::try_from(size).ok(), Blame::Attr("padding"), "window")?);
     }
     Ok(out)
 }
@@ -773,7 +822,7 @@ fn infer_conv(cx: &Cx) -> R<Vec<TensorType>> {
     let in_f = x.shape[labels.in_feature];
     let k_in = k.shape[labels.k_in];
     let k_out = k.shape[labels.k_out];
-    if in_f != k_in * fgc {
+    if in_f as u128 != k_in as u128 * fgc as u128 {
         return err(Blame::Operand(1), format!("convolution: input feature dimension {in_f} is not kernel input feature {k_in} × feature_group_count {fgc}"));
     }
     if k_out % fgc != 0 {
@@ -795,17 +844,21 @@ fn infer_conv(cx: &Cx) -> R<Vec<TensorType>> {
         if padded < w {
             return err(Blame::Attr("padding"), format!("convolution: spatial dimension {s} has padded size {padded}, smaller than the dilated window {w}"));
         }
-        shape[labels.out_spatial[s]] = ((padded - w) / strides[s] as i128 + 1) as u64;
+        let size = (padded - w) / strides[s] as i128 + 1;
+        shape[labels.out_spatial[s]] = dim_size(u64::try_from(size).ok(), Blame::Attr("padding"), "convolution")?;
     }
     Ok(vec![TensorType::new(result_dtype(cx, x.dtype)?, shape)])
 }
 
 /// The type an argument must have at a call site for a callee parameter.
-fn call_site_type(cx: &Cx, t: &TensorType, s: Option<&Sharding>, callee: FuncKind) -> TensorType {
+fn call_site_type(cx: &Cx, t: &TensorType, s: Option<&Sharding>, callee: FuncKind) -> R<TensorType> {
     if cx.ctx.caller == FuncKind::Global && callee == FuncKind::Spmd {
-        global_type(t, s, cx.ctx.mesh)
+        checked_global_type(t, s, cx.ctx.mesh).map_or_else(
+            || err(Blame::Op, format!("the global view of {t} is too large: a dimension times its mesh axes' sizes exceeds {}", u64::MAX)),
+            Ok,
+        )
     } else {
-        t.clone()
+        Ok(t.clone())
     }
 }
 
@@ -815,9 +868,9 @@ fn infer_callee(cx: &Cx) -> R<Vec<TensorType>> {
     };
     let op = cx.inst.op;
     let params: Vec<TensorType> =
-        sig.params.iter().map(|(t, s)| call_site_type(cx, t, s.as_ref(), sig.kind)).collect();
+        sig.params.iter().map(|(t, s)| call_site_type(cx, t, s.as_ref(), sig.kind)).collect::<R<_>>()?;
     let results: Vec<TensorType> =
-        sig.results.iter().map(|(t, s)| call_site_type(cx, t, s.as_ref(), sig.kind)).collect();
+        sig.results.iter().map(|(t, s)| call_site_type(cx, t, s.as_ref(), sig.kind)).collect::<R<_>>()?;
     if cx.ops.len() != params.len() {
         return err(Blame::Op, format!("@{} takes {} argument{}, got {}", sig.name, params.len(), if params.len() == 1 { "" } else { "s" }, cx.ops.len()));
     }
@@ -871,7 +924,7 @@ fn infer_vmap(cx: &Cx, sig: &CalleeSig, params: &[TensorType], results: &[Tensor
         _ => return err(Blame::Attr("in_dims"), "'in_dims' must be a list"),
     };
     if in_dims.len() != cx.ops.len() {
-        return err(Blame::Attr("in_dims"), format!("'in_dims' has {} entries for {} operands", in_dims.len(), cx.ops.len()));
+        return err(Blame::Attr("in_dims"), format!("'in_dims' needs one entry per operand ({}), got {}", cx.ops.len(), in_dims.len()));
     }
     let out_dims = cx.ints("out_dims")?;
     if out_dims.len() != results.len() {
@@ -888,7 +941,7 @@ fn infer_vmap(cx: &Cx, sig: &CalleeSig, params: &[TensorType], results: &[Tensor
                 let n = a.shape[*d as usize];
                 if let Some(b) = batch {
                     if b != n {
-                        return err(Blame::Operand(i), format!("vmap: operand {i} has mapped size {n}, an earlier operand {b}"));
+                        return err(Blame::Operand(i), format!("vmap: operand {i} has mapped size {n}, but an earlier mapped operand has {b}"));
                     }
                 }
                 batch = Some(n);

@@ -12,6 +12,7 @@ pub mod builder;
 pub mod entity;
 pub mod infer;
 pub mod module;
+pub mod replication;
 pub mod types;
 
 pub use entity::{EntityRef, FuncId, Inst, PrimaryMap, Value};

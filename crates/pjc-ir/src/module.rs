@@ -21,11 +21,24 @@ pub struct Comments {
 }
 
 /// A number in a literal, already checked against and rounded to its dtype.
-#[derive(Copy, Clone, PartialEq, Debug)]
+#[derive(Copy, Clone, Debug)]
 pub enum Number {
     Int(i128),
     Float(f64),
     Bool(bool),
+}
+
+/// Structural equality: floats compare by bit pattern, so a `nan` literal equals
+/// itself (IR equality must be reflexive) and `-0.0` differs from `0.0`.
+impl PartialEq for Number {
+    fn eq(&self, other: &Number) -> bool {
+        match (self, other) {
+            (Number::Int(a), Number::Int(b)) => a == b,
+            (Number::Float(a), Number::Float(b)) => a.to_bits() == b.to_bits(),
+            (Number::Bool(a), Number::Bool(b)) => a == b,
+            _ => false,
+        }
+    }
 }
 
 /// The literal of a `constant`: a scalar (fills the type) or a nested list.

@@ -159,9 +159,11 @@ impl Mesh {
     pub fn size(&self, name: &str) -> Option<u64> {
         self.axes.iter().find(|a| a.name == name).map(|a| a.size)
     }
-    /// Product of the named axes' sizes (unknown axes count as 1).
+    /// Product of the named axes' sizes (unknown axes count as 1; saturating, like
+    /// [`Mesh::device_count`], though the parser rejects meshes whose device count
+    /// does not fit in u64).
     pub fn group_size<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> u64 {
-        names.into_iter().map(|n| self.size(n).unwrap_or(1)).product()
+        names.into_iter().fold(1u64, |a, n| a.saturating_mul(self.size(n).unwrap_or(1)))
     }
     /// The coordinates of a device id along every axis.
     pub fn coords(&self, device: u64) -> Vec<u64> {

@@ -1,0 +1,6 @@
+// RUN: pjc check %s
+// constant needs its result type.
+func @main() -> (y: f32[]) {
+  %y = constant 1.0
+  return %y
+}

@@ -1,0 +1,6 @@
+// RUN: pjc check %s
+// A pred literal is true or false, not 1.
+func @main() -> (y: pred[]) {
+  %y = constant 1 : pred[]
+  return %y
+}

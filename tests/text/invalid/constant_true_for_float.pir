@@ -1,0 +1,6 @@
+// RUN: pjc check %s
+// true/false are pred literals.
+func @main() -> (y: f32[]) {
+  %y = constant true : f32[]
+  return %y
+}

@@ -1,0 +1,6 @@
+// RUN: pjc check %s
+// A character that is not part of PIR.
+func @main(%x: f32[4]) -> (y: f32[4]) {
+  %y = add %x, $x
+  return %y
+}

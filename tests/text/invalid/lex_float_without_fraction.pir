@@ -1,0 +1,6 @@
+// RUN: pjc check %s
+// A decimal point needs digits on both sides.
+func @main() -> (y: f32[]) {
+  %y = constant 1. : f32[]
+  return %y
+}

@@ -1,0 +1,6 @@
+// RUN: pjc check %s
+// A number running into letters.
+func @main() -> (y: f32[]) {
+  %y = constant 12abc : f32[]
+  return %y
+}

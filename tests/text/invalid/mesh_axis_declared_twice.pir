@@ -1,0 +1,7 @@
+// RUN: pjc check %s
+// A mesh axis name is used twice.
+mesh [data=2, data=4]
+
+func @main(%x: f32[4]) -> (y: f32[4]) {
+  return %x
+}

@@ -1,0 +1,6 @@
+// RUN: pjc check %s
+// add has one result, two are named.
+func @main(%x: f32[4]) -> (y: f32[4]) {
+  %y, %z = add %x, %x
+  return %y
+}

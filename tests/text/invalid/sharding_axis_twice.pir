@@ -1,0 +1,7 @@
+// RUN: pjc check %s
+// A mesh axis splits at most one dimension.
+mesh [data=4, model=2]
+
+func @main(%x: f32[64,128] on [data, data]) -> (y: f32[64,128]) {
+  return %x
+}

@@ -1,0 +1,7 @@
+// RUN: pjc check %s
+// The mesh has no axis 'batch'.
+mesh [data=4, model=2]
+
+func @main(%x: f32[64,128] on [batch, _]) -> (y: f32[64,128]) {
+  return %x
+}

@@ -1,0 +1,5 @@
+// RUN: pjc check %s
+// The body ends without 'return'.
+func @main(%x: f32[4]) -> (y: f32[4]) {
+  %y = add %x, %x
+}

@@ -1,0 +1,6 @@
+// RUN: pjc check %s
+// There is no 'relu' op (write max with a zero constant).
+func @main(%x: f32[4]) -> (y: f32[4]) {
+  %y = relu %x
+  return %y
+}

@@ -1,0 +1,6 @@
+// RUN: pjc check %s
+// 'add' takes two operands.
+func @main(%x: f32[4]) -> (y: f32[4]) {
+  %y = add %x, %x, %x
+  return %y
+}
