@@ -62,7 +62,10 @@ pub fn gather_inputs(m: &Module, f: &Function, input: &[String], inputs: &[PathB
                 params.join(", ")
             )));
         }
-        let t = read_one(name, Path::new(path))?;
+        let t = read_one(name, Path::new(path)).map_err(|e| match e {
+            Failure::Env(msg) => Failure::Env(format!("input '{name}': {msg}")),
+            other => other,
+        })?;
         got.insert(name.to_string(), Source { tensor: t, from: path.to_string() });
     }
     let mut out = vec![];

@@ -1,0 +1,101 @@
+//! Bad inputs and environments: exit 2 with one clear `error:` line naming the
+//! file or parameter concerned (spec section 10), never a panic.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Runs pjc in the repository root; returns (exit code, stderr).
+fn pjc(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_pjc")).args(args).current_dir(repo()).output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("pjc-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+const CASE: &str = "tests/numeric/cases/binary_add_f32";
+
+fn one_line_error(code: i32, err: &str, want_code: i32, needle: &str) {
+    assert_eq!(code, want_code, "stderr: {err}");
+    assert!(err.starts_with("error: "), "not an error line: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "more than one line: {err}");
+    assert!(err.contains(needle), "'{needle}' not in: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn missing_pir_file_is_an_environment_error() {
+    let (c, e) = pjc(&["check", "no/such/file.pir"]);
+    one_line_error(c, &e, 2, "no/such/file.pir");
+}
+
+#[test]
+fn eval_input_errors() {
+    assert!(Path::new(&repo().join(CASE)).exists(), "fixture {CASE} missing");
+    let prog = format!("{CASE}/prog.pir");
+    let a = format!("a={CASE}/in_a.npy");
+    let b = format!("b={CASE}/in_b.npy");
+    let sa = format!("sa={CASE}/in_sa.npy");
+    let sb = format!("sb={CASE}/in_sb.npy");
+    let out = tmp("out");
+    let out = out.to_str().unwrap();
+    let run = |first: &str, extra: &[&str]| {
+        let mut args = vec!["eval", prog.as_str(), "--input", first, "--input", sa.as_str(), "--input", sb.as_str()];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--output", out]);
+        pjc(&args)
+    };
+    // Works first, so the cases below fail for the stated reason.
+    let (c, e) = run(&a, &["--input", &b]);
+    assert_eq!(c, 0, "{e}");
+    // A missing input file names the parameter and the file.
+    let (c, e) = run("a=nope.npy", &["--input", &b]);
+    one_line_error(c, &e, 2, "input 'a': cannot read 'nope.npy'");
+    // A parameter with no value.
+    let (c, e) = run(&a, &[]);
+    one_line_error(c, &e, 2, "no input for parameter 'b'");
+    // --input naming no parameter.
+    let zz = format!("zz={CASE}/in_a.npy");
+    let (c, e) = run(&a, &["--input", &b, "--input", &zz]);
+    one_line_error(c, &e, 2, "has no parameter 'zz'");
+    // Wrong shape or dtype: a's file fed to a parameter of another type.
+    let other = repo().join("tests/numeric/cases").read_dir().unwrap().flatten().map(|e| e.path()).find(|p| {
+        p.join("in_x.npy").exists() && std::fs::read_to_string(p.join("prog.pir")).is_ok_and(|s| s.contains("%x: i32"))
+    });
+    if let Some(other) = other {
+        let x = format!("a={}", other.join("in_x.npy").display());
+        let (c, e) = run(&x, &["--input", &b]);
+        one_line_error(c, &e, 2, "parameter %a");
+    }
+    // A corrupt .npy.
+    let bad = tmp("bad.npy");
+    std::fs::write(&bad, b"\x93NUMPY\x01\x00garbage").unwrap();
+    let bad_a = format!("a={}", bad.display());
+    let (c, e) = run(&bad_a, &["--input", &b]);
+    one_line_error(c, &e, 2, &bad.display().to_string());
+}
+
+#[test]
+fn invalid_program_is_exit_1_with_a_diagnostic() {
+    let dir = tmp("prog");
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("bad.pir");
+    std::fs::write(&f, "func @main(%x: f32[8]) -> (f32[8]) {\n  %y = exp %q\n  return %y\n}\n").unwrap();
+    let (c, e) = pjc(&["eval", f.to_str().unwrap(), "--output", dir.join("o").to_str().unwrap()]);
+    assert_eq!(c, 1, "{e}");
+    assert!(e.contains("bad.pir:2:12: error: use of undefined value '%q'"), "{e}");
+    assert!(e.contains("  %y = exp %q\n           ^"), "{e}");
+}
+
+#[test]
+fn mesh_override_must_keep_the_axis_names() {
+    let (c, e) = pjc(&["compile", "tests/text/sharding/megatron_mlp.pir", "--emit", "sharded", "--mesh", "data=8"]);
+    one_line_error(c, &e, 2, "--mesh names axes [data]");
+}
