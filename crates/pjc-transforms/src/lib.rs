@@ -66,9 +66,13 @@ pub fn expand(m: &mut Module) -> Result<(), TransformError> {
             let span = data.span;
             let callee = data.callee.clone().unwrap_or_default();
             let attrs = data.attrs.clone();
+            // Operand types are part of the key: vmap over another batch size is
+            // another function.
+            let operand_types: Vec<String> = data.operands.iter().map(|&v| m.funcs[id].ty(v).to_string()).collect();
             let key = format!(
-                "{op} @{callee} {}",
-                attrs.iter().map(|a| format!("{}={:?}", a.name, a.value)).collect::<Vec<_>>().join(" ")
+                "{op} @{callee} {} ({})",
+                attrs.iter().map(|a| format!("{}={:?}", a.name, a.value)).collect::<Vec<_>>().join(" "),
+                operand_types.join(", ")
             );
             let name = match made.get(&key) {
                 Some(n) => n.clone(),
@@ -77,12 +81,15 @@ pub fn expand(m: &mut Module) -> Result<(), TransformError> {
                         span,
                         msg: format!("unknown function @{callee}"),
                     })?;
-                    let f = match op {
-                        Opcode::Grad => grad::generate(m, target, &m.funcs[id].insts[inst])?,
-                        _ => vmap::generate(m, target, &m.funcs[id].insts[inst])?,
+                    // grad may also generate helpers (VJPs of called spmd funcs).
+                    let fs = match op {
+                        Opcode::Grad => grad::generate_all(m, target, &m.funcs[id].insts[inst])?,
+                        _ => vec![vmap::generate(m, target, &m.funcs[id].insts[inst])?],
                     };
-                    let name = f.name.clone();
-                    m.funcs.push(f);
+                    let name = fs[0].name.clone();
+                    for f in fs {
+                        m.funcs.push(f);
+                    }
                     made.insert(key, name.clone());
                     name
                 }

@@ -1,8 +1,494 @@
-//! Clean-up after expansion (dead code, trivial arithmetic): nothing to do until
-//! the transforms generate code.
-use pjc_ir::Module;
+//! Clean-up after expansion: trivial arithmetic, common subexpressions and dead
+//! code, so that `--emit pir` of generated functions stays readable.
+//!
+//! Every rewrite is exact (bit for bit, NaN payloads aside) on every input, so
+//! this pass may run on any function: `x * 1`, `x / 1`, `x - 0` and `x + (-0.0)`
+//! become `x`, but `x + 0.0` stays (it turns `-0.0` into `+0.0`) and `x * 0`
+//! stays (NaN and infinities). All ops are pure, so an instruction none of
+//! whose results is used (by a live instruction or `return`) is removed, and
+//! two identical instructions compute the same values. A value carrying a
+//! sharding constraint is never replaced by one without the same constraint.
+//! A function in which nothing changes is left exactly as it was.
+
+use pjc_ir::{
+    AttrValue, DType, FuncId, Function, Inst, InstData, Literal, Module, Number, Opcode, PrimaryMap, Value, ValueDef,
+};
+use std::collections::{HashMap, HashSet};
 
 /// Simplifies every function of the module in place.
 pub fn run(m: &mut Module) {
-    let _ = m;
+    let ids: Vec<FuncId> = m.funcs.keys().collect();
+    for id in ids {
+        function(&mut m.funcs[id]);
+    }
+}
+
+/// Simplifies one function in place.
+pub fn function(f: &mut Function) {
+    let mut any = false;
+    for _ in 0..32 {
+        let mut changed = fold(f);
+        changed |= cse(f);
+        changed |= dce(f);
+        any |= changed;
+        if !changed {
+            break;
+        }
+    }
+    if any {
+        compact(f);
+    }
+}
+
+/// The number filling `v` when it is a `constant` with one value everywhere.
+fn splat(f: &Function, v: Value) -> Option<Number> {
+    let ValueDef::Result(i, _) = f.values[v].def else { return None };
+    let d = &f.insts[i];
+    if d.op != Opcode::Constant {
+        return None;
+    }
+    let lit = d.literal.as_ref()?;
+    let first = *lit.elems.first()?;
+    lit.elems.iter().all(|e| *e == first).then_some(first)
+}
+
+fn is_zero(n: Number) -> bool {
+    matches!(n, Number::Int(0) | Number::Bool(false)) || matches!(n, Number::Float(x) if x == 0.0)
+}
+
+/// Zero whose addition is exact: -0.0 for floats (x + -0.0 == x for every x).
+fn is_additive_identity(n: Number) -> bool {
+    matches!(n, Number::Int(0) | Number::Bool(false))
+        || matches!(n, Number::Float(x) if x == 0.0 && x.is_sign_negative())
+}
+
+fn is_one(n: Number) -> bool {
+    matches!(n, Number::Int(1) | Number::Bool(true)) || matches!(n, Number::Float(x) if x == 1.0)
+}
+
+fn def_inst(f: &Function, v: Value) -> Option<&InstData> {
+    match f.values[v].def {
+        ValueDef::Result(i, _) => Some(&f.insts[i]),
+        ValueDef::Param(_) => None,
+    }
+}
+
+/// What to do with one instruction.
+enum Rewrite {
+    /// Its result is this existing value.
+    Value(Value),
+    /// It becomes a constant filled with this number.
+    Splat(Number),
+    /// Its operands and attributes change (same op, same result type).
+    Operands(Vec<Value>, Vec<(String, AttrValue)>),
+}
+
+fn ints_attr(d: &InstData, name: &str) -> Option<Vec<i64>> {
+    d.attr(name).and_then(|a| a.as_ints())
+}
+
+/// A float number converted to another float dtype, or an integer to another
+/// integer dtype that holds it.
+fn convert_number(n: Number, to: DType) -> Option<Number> {
+    match n {
+        Number::Float(x) if to.is_float() => Some(Number::Float(to.round_f64(x))),
+        Number::Int(i) if to.is_int() => {
+            let (lo, hi) = to.int_range()?;
+            (lo..=hi).contains(&i).then_some(Number::Int(i))
+        }
+        _ => None,
+    }
+}
+
+fn rewrite(f: &Function, d: &InstData) -> Option<Rewrite> {
+    use Opcode::*;
+    if d.results.len() != 1 {
+        return None;
+    }
+    let r = d.results[0];
+    let rt = &f.values[r].ty;
+    let ops = &d.operands;
+    let s = |k: usize| ops.get(k).and_then(|&v| splat(f, v));
+    let same_type = |v: Value| f.values[v].ty == *rt;
+    match d.op {
+        Add if s(1).is_some_and(is_additive_identity) => Some(Rewrite::Value(ops[0])),
+        Add if s(0).is_some_and(is_additive_identity) => Some(Rewrite::Value(ops[1])),
+        Sub if s(1).is_some_and(|n| is_zero(n) && !matches!(n, Number::Float(x) if x.is_sign_negative())) => {
+            Some(Rewrite::Value(ops[0]))
+        }
+        Mul if s(1).is_some_and(is_one) => Some(Rewrite::Value(ops[0])),
+        Mul if s(0).is_some_and(is_one) => Some(Rewrite::Value(ops[1])),
+        Div if s(1).is_some_and(is_one) => Some(Rewrite::Value(ops[0])),
+        Neg => match def_inst(f, ops[0]) {
+            Some(inner) if inner.op == Neg => Some(Rewrite::Value(inner.operands[0])),
+            _ => None,
+        },
+        Select if ops[1] == ops[2] => Some(Rewrite::Value(ops[1])),
+        Select => match s(0) {
+            Some(Number::Bool(true)) => Some(Rewrite::Value(ops[1])),
+            Some(Number::Bool(false)) => Some(Rewrite::Value(ops[2])),
+            _ => None,
+        },
+        // Data movement of a constant filled with one number is that constant.
+        Broadcast | Reshape | Transpose | Reverse | Slice | DynamicSlice if s(0).is_some() => {
+            Some(Rewrite::Splat(s(0).unwrap()))
+        }
+        Pad if s(0).is_some() && s(0) == s(1) => Some(Rewrite::Splat(s(0).unwrap())),
+        Concat if ops.iter().all(|&v| splat(f, v).is_some() && splat(f, v) == s(0)) => {
+            Some(Rewrite::Splat(s(0).unwrap()))
+        }
+        Convert if same_type(ops[0]) => Some(Rewrite::Value(ops[0])),
+        Convert => s(0).and_then(|n| convert_number(n, rt.dtype)).map(Rewrite::Splat),
+        Reshape | Broadcast | Slice | Pad | Concat | Reverse | Transpose | Reduce
+            if same_type(ops[0]) && identity(f, d) =>
+        {
+            Some(Rewrite::Value(ops[0]))
+        }
+        Reshape => match def_inst(f, ops[0]) {
+            Some(inner) if inner.op == Reshape => Some(Rewrite::Operands(vec![inner.operands[0]], vec![])),
+            _ => None,
+        },
+        Transpose => {
+            let inner = def_inst(f, ops[0]).filter(|i| i.op == Transpose)?;
+            let p1 = ints_attr(inner, "perm")?;
+            let p2 = ints_attr(d, "perm")?;
+            let p: Vec<i64> = p2.iter().map(|&i| p1[i as usize]).collect();
+            Some(Rewrite::Operands(vec![inner.operands[0]], vec![("perm".into(), AttrValue::int_list(&p))]))
+        }
+        Reduce => {
+            let n = s(0)?;
+            let kind = d.attr("kind").and_then(|a| a.as_ident())?;
+            match kind {
+                "max" | "min" | "and" | "or" => Some(Rewrite::Splat(n)),
+                "sum" if is_zero(n) => Some(Rewrite::Splat(n)),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Whether a shape op of an operand of the result's type is the identity.
+fn identity(f: &Function, d: &InstData) -> bool {
+    use Opcode::*;
+    let t = &f.values[d.operands[0]].ty;
+    let seq = |v: Option<Vec<i64>>| v.is_none_or(|v| v.iter().enumerate().all(|(i, &x)| i as i64 == x));
+    let all = |name: &str, x: i64| ints_attr(d, name).is_none_or(|v| v.iter().all(|&y| y == x));
+    match d.op {
+        Reshape => true,
+        Broadcast => seq(ints_attr(d, "dims")),
+        Transpose => seq(ints_attr(d, "perm")),
+        Slice => all("start", 0) && all("stride", 1),
+        Pad => all("low", 0) && all("high", 0) && all("interior", 0),
+        Concat => d.operands.len() == 1,
+        Reverse => ints_attr(d, "dims").is_some_and(|v| v.iter().all(|&k| t.shape.get(k as usize) == Some(&1))),
+        Reduce => ints_attr(d, "dims").is_some_and(|v| v.is_empty()),
+        _ => false,
+    }
+}
+
+/// Replaces uses (operands and `return`) through `rep`, following chains.
+fn apply(f: &mut Function, rep: &HashMap<Value, Value>) {
+    let resolve = |mut v: Value| {
+        while let Some(&w) = rep.get(&v) {
+            v = w;
+        }
+        v
+    };
+    let body = f.body.clone();
+    for i in body {
+        for o in f.insts[i].operands.iter_mut() {
+            *o = resolve(*o);
+        }
+    }
+    for o in f.ret.iter_mut() {
+        *o = resolve(*o);
+    }
+}
+
+/// May uses of `r` read `v` instead? Not when that would drop `r`'s constraint.
+fn may_replace(f: &Function, r: Value, v: Value) -> bool {
+    f.values[r].ty == f.values[v].ty && (f.values[r].sharding.is_none() || f.values[r].sharding == f.values[v].sharding)
+}
+
+fn fold(f: &mut Function) -> bool {
+    let mut changed = false;
+    let mut rep: HashMap<Value, Value> = HashMap::new();
+    let body = f.body.clone();
+    for i in body {
+        // Operands first, so rewrites see through earlier ones.
+        let resolve = |mut v: Value| {
+            while let Some(&w) = rep.get(&v) {
+                v = w;
+            }
+            v
+        };
+        let ops: Vec<Value> = f.insts[i].operands.iter().map(|&v| resolve(v)).collect();
+        if ops != f.insts[i].operands {
+            f.insts[i].operands = ops;
+        }
+        let Some(rw) = rewrite(f, &f.insts[i]) else { continue };
+        let r = f.insts[i].results[0];
+        match rw {
+            Rewrite::Value(v) if v != r && may_replace(f, r, v) => {
+                rep.insert(r, v);
+                changed = true;
+            }
+            Rewrite::Value(_) => {}
+            Rewrite::Splat(n) => {
+                let d = &mut f.insts[i];
+                d.op = Opcode::Constant;
+                d.operands.clear();
+                d.operand_spans.clear();
+                d.attrs.clear();
+                d.literal = Some(Literal { shape: vec![], elems: vec![n] });
+                d.types_written = true;
+                changed = true;
+            }
+            Rewrite::Operands(ops, attrs) => {
+                let d = &mut f.insts[i];
+                d.operand_spans = vec![pjc_ir::Span::NONE; ops.len()];
+                d.operands = ops;
+                for (n, v) in attrs {
+                    d.set_attr(&n, v);
+                }
+                changed = true;
+            }
+        }
+    }
+    if !rep.is_empty() {
+        apply(f, &rep);
+    }
+    changed
+}
+
+/// Common-subexpression elimination: an instruction identical to an earlier
+/// one (op, operands, attributes, callee, literal, result types) reuses its results.
+fn cse(f: &mut Function) -> bool {
+    let mut seen: HashMap<String, Vec<Value>> = HashMap::new();
+    let mut rep: HashMap<Value, Value> = HashMap::new();
+    let body = f.body.clone();
+    for i in body {
+        let resolve = |mut v: Value| {
+            while let Some(&w) = rep.get(&v) {
+                v = w;
+            }
+            v
+        };
+        let ops: Vec<Value> = f.insts[i].operands.iter().map(|&v| resolve(v)).collect();
+        f.insts[i].operands = ops;
+        let d = &f.insts[i];
+        if d.results.iter().any(|&r| f.values[r].sharding.is_some()) {
+            continue;
+        }
+        let attrs: Vec<(&str, &AttrValue)> = d.attrs.iter().map(|a| (a.name.as_str(), &a.value)).collect();
+        let types: Vec<String> = d.results.iter().map(|&r| f.values[r].ty.to_string()).collect();
+        let key = format!("{:?}|{:?}|{:?}|{:?}|{:?}|{:?}", d.op, d.operands, attrs, d.callee, d.literal, types);
+        match seen.get(&key) {
+            Some(prev) => {
+                for (&r, &p) in d.results.iter().zip(prev) {
+                    rep.insert(r, p);
+                }
+            }
+            None => {
+                seen.insert(key, d.results.clone());
+            }
+        }
+    }
+    if rep.is_empty() {
+        return false;
+    }
+    apply(f, &rep);
+    true
+}
+
+/// Removes instructions whose results are all unused.
+fn dce(f: &mut Function) -> bool {
+    let mut live: HashSet<Value> = f.ret.iter().copied().collect();
+    let mut keep: Vec<Inst> = vec![];
+    for &i in f.body.iter().rev() {
+        let d = &f.insts[i];
+        if d.results.iter().any(|r| live.contains(r)) {
+            live.extend(d.operands.iter().copied());
+            keep.push(i);
+        }
+    }
+    keep.reverse();
+    let changed = keep.len() != f.body.len();
+    f.body = keep;
+    changed
+}
+
+/// Rebuilds the value and instruction arenas with only what the body uses, in
+/// the order the parser creates them (parameters, then results in body order).
+fn compact(f: &mut Function) {
+    let mut map: HashMap<Value, Value> = HashMap::new();
+    let mut values = PrimaryMap::new();
+    let mut insts: PrimaryMap<Inst, InstData> = PrimaryMap::new();
+    let mut params = vec![];
+    for (k, &p) in f.params.iter().enumerate() {
+        let mut v = f.values[p].clone();
+        v.def = ValueDef::Param(k);
+        let nv = values.push(v);
+        map.insert(p, nv);
+        params.push(nv);
+    }
+    let mut body = vec![];
+    for &i in &f.body {
+        let mut d = f.insts[i].clone();
+        d.operands = d.operands.iter().map(|v| map[v]).collect();
+        let old_results = std::mem::take(&mut d.results);
+        let ni = insts.push(d);
+        let mut results = vec![];
+        for (k, &r) in old_results.iter().enumerate() {
+            let mut v = f.values[r].clone();
+            v.def = ValueDef::Result(ni, k);
+            let nv = values.push(v);
+            map.insert(r, nv);
+            results.push(nv);
+        }
+        insts[ni].results = results;
+        body.push(ni);
+    }
+    f.ret = f.ret.iter().map(|v| map[v]).collect();
+    f.params = params;
+    f.values = values;
+    f.insts = insts;
+    f.body = body;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pjc_ir::{FuncKind, Span, TensorType};
+
+    fn constant(f: &mut Function, n: Number, ty: TensorType, name: &str) -> Value {
+        let mut d = InstData::new(Opcode::Constant);
+        d.literal = Some(Literal { shape: vec![], elems: vec![n] });
+        let i = f.insts.push(d);
+        let v = f.add_value(name, ty, ValueDef::Result(i, 0), Span::NONE);
+        f.insts[i].results = vec![v];
+        f.body.push(i);
+        v
+    }
+
+    fn op(f: &mut Function, op: Opcode, operands: &[Value], ty: TensorType, name: &str) -> Value {
+        let mut d = InstData::new(op);
+        d.operands = operands.to_vec();
+        d.operand_spans = vec![Span::NONE; operands.len()];
+        let i = f.insts.push(d);
+        let v = f.add_value(name, ty, ValueDef::Result(i, 0), Span::NONE);
+        f.insts[i].results = vec![v];
+        f.body.push(i);
+        v
+    }
+
+    #[test]
+    fn exact_identities_and_dead_code() {
+        let t = TensorType::new(DType::F32, vec![3]);
+        let mut f = Function::new("f", FuncKind::Global);
+        let x = f.add_value("x", t.clone(), ValueDef::Param(0), Span::NONE);
+        f.params.push(x);
+        let one = constant(&mut f, Number::Float(1.0), t.clone(), "one");
+        let pz = constant(&mut f, Number::Float(0.0), t.clone(), "pz");
+        let nz = constant(&mut f, Number::Float(-0.0), t.clone(), "nz");
+        let a = op(&mut f, Opcode::Mul, &[x, one], t.clone(), "a");
+        let b = op(&mut f, Opcode::Add, &[a, nz], t.clone(), "b");
+        let c = op(&mut f, Opcode::Add, &[b, pz], t.clone(), "c"); // kept: -0.0 + 0.0 is +0.0
+        let _dead = op(&mut f, Opcode::Exp, &[x], t.clone(), "dead");
+        f.ret = vec![c];
+        function(&mut f);
+        let ops: Vec<Opcode> = f.body.iter().map(|&i| f.insts[i].op).collect();
+        assert_eq!(ops, vec![Opcode::Constant, Opcode::Add]);
+        let add = &f.insts[f.body[1]];
+        assert_eq!(add.operands[0], f.params[0]);
+        assert_eq!(f.values.len(), 3);
+    }
+
+    #[test]
+    fn common_subexpressions_merge_and_untouched_functions_stay() {
+        let t = TensorType::new(DType::F64, vec![2]);
+        let mut f = Function::new("f", FuncKind::Global);
+        let x = f.add_value("x", t.clone(), ValueDef::Param(0), Span::NONE);
+        f.params.push(x);
+        let a = op(&mut f, Opcode::Exp, &[x], t.clone(), "a");
+        let b = op(&mut f, Opcode::Exp, &[x], t.clone(), "b");
+        let c = op(&mut f, Opcode::Add, &[a, b], t.clone(), "c");
+        f.ret = vec![c];
+        let g = f.clone();
+        function(&mut f);
+        assert_eq!(f.body.len(), 2);
+        let add = &f.insts[f.body[1]];
+        assert_eq!(add.operands[0], add.operands[1]);
+        // Nothing to do: the function is left as it was.
+        let mut h = Function::new("h", FuncKind::Global);
+        let x = h.add_value("x", t.clone(), ValueDef::Param(0), Span::NONE);
+        h.params.push(x);
+        let e = op(&mut h, Opcode::Exp, &[x], t.clone(), "e");
+        h.ret = vec![e];
+        let before = h.clone();
+        function(&mut h);
+        assert_eq!(h, before);
+        let _ = g;
+    }
+
+    fn simplified(src: &str) -> String {
+        let mut m = pjc_front::load(src).unwrap_or_else(|d| panic!("{d:?}"));
+        run(&mut m);
+        let text = pjc_front::print_module(&m);
+        pjc_front::load(&text).unwrap_or_else(|d| panic!("{d:?}\n{text}"));
+        text
+    }
+
+    #[test]
+    fn shape_ops_of_constants_and_chains_fold() {
+        let text = simplified(
+            "func @f(%y: f32[2,3]) -> (f32[2,3], f32[3,2]) {
+  %c = constant 2.0 : f32[]
+  %cb = broadcast %c : f32[2,3]
+  %r1 = reshape %y : f32[3,2]
+  %r2 = reshape %r1 : f32[6]
+  %r3 = reshape %r2 : f32[2,3]
+  %t1 = transpose %y {perm=[1,0]}
+  %t2 = transpose %t1 {perm=[1,0]}
+  %s = add %r3, %t2
+  %m = mul %s, %cb
+  %one = constant 1.0 : f32[2,3]
+  %m1 = mul %one, %m
+  %n1 = neg %m1
+  %n2 = neg %n1
+  %b = constant true : pred[]
+  %p = select %b, %n2, %y
+  return %p, %r1
+}
+",
+        );
+        let want = "func @f(%y: f32[2,3]) -> (f32[2,3], f32[3,2]) {
+  %cb = constant 2.0 : f32[2,3]
+  %r1 = reshape %y : f32[3,2]
+  %s = add %y, %y : f32[2,3]
+  %m = mul %s, %cb : f32[2,3]
+  return %m, %r1
+}
+";
+        assert_eq!(text, want);
+    }
+
+    #[test]
+    fn inexact_rewrites_and_constrained_values_are_kept() {
+        let src = "mesh [d=2]
+func @f(%x: f32[4]) -> (f32[4], f32[4], f32[4]) {
+  %z = constant 0.0 : f32[4]
+  %a = add %x, %z
+  %b = mul %x, %z
+  %one = constant 1.0 : f32[4]
+  %c = mul %x, %one : f32[4] on [d]
+  return %a, %b, %c
+}
+";
+        let text = simplified(src);
+        assert!(text.contains("%a = add %x, %z"), "{text}");
+        assert!(text.contains("%b = mul %x, %z"), "{text}");
+        assert!(text.contains("%c = mul %x, %one : f32[4] on [d]"), "{text}");
+    }
 }

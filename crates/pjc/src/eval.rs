@@ -117,7 +117,13 @@ pub fn write_outputs(path: &Path, named: &[(String, Tensor)]) -> Result<(), Fail
 }
 
 pub fn run(file: &Path, entry: &str, input: &[String], inputs: &[PathBuf], output: &Path) -> Result<(), Failure> {
-    let (m, id): (Module, _) = load(file, Some(entry))?;
+    let (mut m, id): (Module, _) = load(file, Some(entry))?;
+    // The interpreter runs vmap itself (as a loop of calls: an independent
+    // check of the compiler's batching); grad needs the compiler's expansion.
+    let has_grad = m.funcs.values().any(|f| f.body.iter().any(|&i| f.insts[i].op == pjc_ir::Opcode::Grad));
+    if has_grad {
+        crate::expand_in_place(&mut m, file)?;
+    }
     let f = &m.funcs[id];
     let args = gather_inputs(&m, f, input, inputs)?;
     let results = pjc_interp::eval(&m, id, args).map_err(|e| Failure::Env(e.to_string()))?;

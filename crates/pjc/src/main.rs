@@ -167,16 +167,27 @@ fn override_mesh(m: &mut pjc_ir::Module, spec: &str) -> Result<(), Failure> {
 /// Loads and expands `grad`/`vmap` (what every compile stage starts from).
 fn load_expanded(path: &Path, entry: &str, mesh: Option<&str>) -> Result<(pjc_ir::Module, pjc_ir::FuncId), Failure> {
     let (mut m, id) = load_with_mesh(path, Some(entry), mesh)?;
+    expand_in_place(&mut m, path)?;
+    Ok((m, id))
+}
+
+/// Expands `grad`/`vmap`; an op without a gradient rule is a program error at
+/// the transform (exit 1).
+pub fn expand_in_place(m: &mut pjc_ir::Module, path: &Path) -> Result<(), Failure> {
     let name = path.display().to_string();
-    pjc_transforms::expand(&mut m).map_err(|e| {
+    pjc_transforms::expand(m).map_err(|e| {
         let src = std::fs::read_to_string(path).unwrap_or_default();
         Failure::Program(pjc_front::render(&name, &src, &[pjc_front::Diag::new(e.span, e.msg)]))
     })?;
     // The transforms promise verified output; check it, so a bug shows as an error.
-    pjc_front::verify(&mut m).map_err(|d| {
-        Failure::Env(format!("internal error: the expanded program does not verify: {}", d[0].msg))
+    pjc_front::verify(m).map_err(|d| {
+        let text = pjc_front::print_module(m);
+        Failure::Env(format!(
+            "internal error: the expanded program does not verify:\n{}",
+            pjc_front::render("<expanded>", &text, &d)
+        ))
     })?;
-    Ok((m, id))
+    Ok(())
 }
 
 /// Propagation, then the SPMD partitioner, on an expanded module.
