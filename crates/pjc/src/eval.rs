@@ -119,9 +119,16 @@ pub fn write_outputs(path: &Path, named: &[(String, Tensor)]) -> Result<(), Fail
 pub fn run(file: &Path, entry: &str, input: &[String], inputs: &[PathBuf], output: &Path) -> Result<(), Failure> {
     let (mut m, id): (Module, _) = load(file, Some(entry))?;
     // The interpreter runs vmap itself (as a loop of calls: an independent
-    // check of the compiler's batching); grad needs the compiler's expansion.
-    let has_grad = m.funcs.values().any(|f| f.body.iter().any(|&i| f.insts[i].op == pjc_ir::Opcode::Grad));
-    if has_grad {
+    // check of the compiler's batching) except inside spmd funcs, where the loop
+    // cannot run collectives in lockstep; grad needs the compiler's expansion.
+    let needs_expansion = m.funcs.values().any(|f| {
+        f.body.iter().any(|&i| match f.insts[i].op {
+            pjc_ir::Opcode::Grad => true,
+            pjc_ir::Opcode::Vmap => f.kind == pjc_ir::FuncKind::Spmd,
+            _ => false,
+        })
+    });
+    if needs_expansion {
         crate::expand_in_place(&mut m, file)?;
     }
     let f = &m.funcs[id];
