@@ -114,10 +114,42 @@ pub(crate) fn lower(
         }
     }
     // Windows split spatially exchange halos instead of gathering the dimension.
-    let halos = crate::halo::plan(p, f, inst, &rule, &targets[0]);
+    // A split the factors already use (a reduction's) cannot also split a window.
+    let taken: Vec<String> = fax.iter().flatten().flatten().cloned().collect();
+    let halos: Vec<crate::halo::Halo> = crate::halo::plan(p, f, inst, &rule, &targets[0])
+        .into_iter()
+        .filter(|h| !h.axes.iter().any(|a| taken.contains(a)))
+        .collect();
     for h in &halos {
         fax[h.factor] = Some(h.axes.clone());
     }
+    // A dim's sharding is its factors' axes, major first, so a factor can stay
+    // split only where every factor major to it in the same dim of *every*
+    // tensor is split completely (the target may split a factor that is minor
+    // in an operand, e.g. reshape [4,2] -> [2,4] on [_, a]); drop the others.
+    loop {
+        let mut changed = false;
+        for fs in rule.dims.iter().flatten() {
+            let mut blocked = false;
+            for &fi in fs {
+                if blocked {
+                    if fax[fi].as_ref().is_some_and(|a| !a.is_empty()) {
+                        fax[fi] = None;
+                        changed = true;
+                    }
+                    continue;
+                }
+                match &fax[fi] {
+                    Some(a) if !a.is_empty() && mesh.group_size(a.iter().map(|x| x.as_str())) == rule.sizes[fi] => {}
+                    _ => blocked = true,
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let halos: Vec<crate::halo::Halo> = halos.into_iter().filter(|h| fax[h.factor].is_some()).collect();
     // 2-3. Reshard operands to what the factors imply.
     let mut ops: Vec<Value> = vec![];
     for (t, &a) in inst.operands.iter().enumerate() {

@@ -347,7 +347,9 @@ pub fn conv_output_shape(
 const HOLE: usize = usize::MAX;
 
 /// Per spatial dim: table[o * K + k] = input position read by output position o
-/// at kernel tap k, or HOLE for padding and lhs-dilation holes.
+/// at kernel tap k, or HOLE for padding and lhs-dilation holes (zeros that
+/// still multiply the kernel, so non-finite kernel values give NaN as in
+/// StableHLO).
 fn tap_tables(g: &Geom) -> Vec<Vec<usize>> {
     (0..g.in_sp.len())
         .map(|d| {
@@ -396,20 +398,33 @@ fn conv_core<T: Mac>(x: &[T], w: &[T], g: &Geom, tabs: &[Vec<usize>]) -> Vec<T> 
                 oidx[d] = op / out_st[d] % g.out_sp[d];
             }
             let orow = &mut out[(ob * osz + op) * cout..(ob * osz + op + 1) * cout];
-            'taps: for kp in 0..ksz {
+            for kp in 0..ksz {
                 let mut lin = 0;
+                let mut hole = false;
                 for d in 0..n {
                     let p = tabs[d][oidx[d] * g.k_sp[d] + kidx[kp * n + d]];
                     if p == HOLE {
-                        continue 'taps;
+                        hole = true;
+                        break;
                     }
                     lin += p * in_st[d];
                 }
                 for gi in 0..groups {
+                    let oslice = &mut orow[gi * og..(gi + 1) * og];
+                    if hole {
+                        // Padding and dilation holes are zeros that still meet the
+                        // kernel (StableHLO pads, then convolves): 0 x inf is NaN.
+                        for ci in 0..cin_k {
+                            let wrow = &w[(kp * cin_k + ci) * cout + gi * og..][..og];
+                            for (ov, &wv) in oslice.iter_mut().zip(wrow) {
+                                *ov = T::mac(*ov, T::ZERO, wv);
+                            }
+                        }
+                        continue;
+                    }
                     let ib = if g.bgc > 1 { gi * g.out_batch + ob } else { ob };
                     let cbase = if g.fgc > 1 { gi * cin_k } else { 0 };
                     let xrow = &x[(ib * isz + lin) * c + cbase..][..cin_k];
-                    let oslice = &mut orow[gi * og..(gi + 1) * og];
                     for (ci, &xv) in xrow.iter().enumerate() {
                         let wrow = &w[(kp * cin_k + ci) * cout + gi * og..][..og];
                         for (ov, &wv) in oslice.iter_mut().zip(wrow) {
