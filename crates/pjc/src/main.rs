@@ -292,6 +292,21 @@ fn run(cli: Cli) -> Result<(), Failure> {
             print!("{}", pjc_sharding::explain(&m, &p));
             let part = partition(&m, id)?;
             print!("{}", explain_collectives(&part.collectives));
+            let f = &part.module.funcs[part.module.func_by_name(&m.funcs[id].name).unwrap()];
+            match pjc_fusion::plan(f) {
+                Ok(plan) => {
+                    let mem = pjc_fusion::plan_memory(&plan, &carried(f));
+                    let count = |k: fn(&pjc_fusion::Step) -> bool| plan.steps.iter().filter(|s| k(s)).count();
+                    println!(
+                        "\nkernel plan: {} fused kernels, {} library calls, {} collectives (pjc compile --emit plan shows it)",
+                        count(|s| matches!(s, pjc_fusion::Step::Kernel(_))),
+                        count(|s| matches!(s, pjc_fusion::Step::Library { .. })),
+                        count(|s| matches!(s, pjc_fusion::Step::Collective { .. })),
+                    );
+                    println!("peak memory per device: {} bytes (parameters, results and live temporaries)", mem.peak);
+                }
+                Err(e) => println!("\nkernel plan: not available: {}", e.0),
+            }
             Ok(())
         }
         Cmd::Eval { file, input, inputs, output, entry } => eval::run(&file, &entry, &input, &inputs, &output),
