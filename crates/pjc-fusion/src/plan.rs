@@ -323,6 +323,25 @@ impl<'a> Body<'a> {
             .collect()
     }
 
+    /// 1 if 0 <= rel < n, else 0 (i64).
+    fn in_range(&mut self, rel: NodeId, n: u64) -> NodeId {
+        let zero = self.int(0);
+        let neg = self.ix(IndexOp::Lt, rel, zero);
+        let n = self.int(n as i128);
+        let lt = self.ix(IndexOp::Lt, rel, n);
+        let one = self_one(self);
+        let ok_neg = self.ix(IndexOp::Sub, one, neg);
+        self.ix(IndexOp::Mul, ok_neg, lt)
+    }
+
+    /// The product of two 0/1 flags (`None` is true).
+    fn and_flag(&mut self, acc: Option<NodeId>, ok: NodeId) -> Option<NodeId> {
+        Some(match acc {
+            None => ok,
+            Some(v) => self.ix(IndexOp::Mul, v, ok),
+        })
+    }
+
     /// Clamp an i64 node into [lo, hi].
     fn clamp(&mut self, x: NodeId, lo: i128, hi: i128) -> NodeId {
         let l = self.int(lo);
@@ -492,21 +511,17 @@ impl<'a> Body<'a> {
                     let step = self.int(interior[k] as i128 + 1);
                     let q = self.ix(IndexOp::Div, rel, step);
                     let r = self.ix(IndexOp::Rem, rel, step);
-                    // valid iff rel >= 0, r == 0, q < n
+                    // valid iff rel >= 0 (so q >= 0), q < n, and r == 0
                     let zero = self.int(0);
-                    let neg = self.ix(IndexOp::Lt, rel, zero); // 1 if rel < 0
-                    let n = self.int(src[k] as i128);
-                    let inb = self.ix(IndexOp::Lt, q, n); // 1 if q < n
+                    let neg = self.ix(IndexOp::Lt, rel, zero);
                     let one = self_one(self);
-                    let bad_r = self.ix(IndexOp::Min, r, one);
                     let ok_neg = self.ix(IndexOp::Sub, one, neg);
+                    let in_q = self.in_range(q, src[k]);
+                    let bad_r = self.ix(IndexOp::Min, r, one);
                     let ok_r = self.ix(IndexOp::Sub, one, bad_r);
-                    let ok = self.ix(IndexOp::Mul, ok_neg, inb);
+                    let ok = self.ix(IndexOp::Mul, ok_neg, in_q);
                     let ok = self.ix(IndexOp::Mul, ok, ok_r);
-                    valid = Some(match valid {
-                        None => ok,
-                        Some(v) => self.ix(IndexOp::Mul, v, ok),
-                    });
+                    valid = self.and_flag(valid, ok);
                     c.push(self.clamp(q, 0, src[k] as i128 - 1));
                 }
                 let x = self.value(opnd(0), &c)?;
@@ -565,18 +580,8 @@ impl<'a> Body<'a> {
                     let s = self.index_value(inst.operands[2 + k])?;
                     let s = self.clamp(s, 0, (out.shape[k] - upd[k]) as i128);
                     let rel = self.ix(IndexOp::Sub, coords[k], s);
-                    // inside iff 0 <= rel < upd[k]
-                    let zero = self.int(0);
-                    let neg = self.ix(IndexOp::Lt, rel, zero);
-                    let n = self.int(upd[k] as i128);
-                    let lt = self.ix(IndexOp::Lt, rel, n);
-                    let one = self_one(self);
-                    let ok_neg = self.ix(IndexOp::Sub, one, neg);
-                    let ok = self.ix(IndexOp::Mul, ok_neg, lt);
-                    inside = Some(match inside {
-                        None => ok,
-                        Some(v) => self.ix(IndexOp::Mul, v, ok),
-                    });
+                    let ok = self.in_range(rel, upd[k]);
+                    inside = self.and_flag(inside, ok);
                     uc.push(self.clamp(rel, 0, upd[k] as i128 - 1));
                 }
                 let u = self.value(opnd(1), &uc)?;
@@ -659,17 +664,8 @@ impl<'a> Body<'a> {
             let lo = self.int(padding[d].0 as i128);
             let pos = self.ix(IndexOp::Add, base, w);
             let pos = self.ix(IndexOp::Sub, pos, lo);
-            let zero = self.int(0);
-            let neg = self.ix(IndexOp::Lt, pos, zero);
-            let n = self.int(src.shape[d] as i128);
-            let lt = self.ix(IndexOp::Lt, pos, n);
-            let one = self_one(self);
-            let ok_neg = self.ix(IndexOp::Sub, one, neg);
-            let ok = self.ix(IndexOp::Mul, ok_neg, lt);
-            valid = Some(match valid {
-                None => ok,
-                Some(v) => self.ix(IndexOp::Mul, v, ok),
-            });
+            let ok = self.in_range(pos, src.shape[d]);
+            valid = self.and_flag(valid, ok);
             c.push(self.clamp(pos, 0, src.shape[d] as i128 - 1));
         }
         let x = self.value(inst.operands[0], &c)?;

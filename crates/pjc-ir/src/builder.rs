@@ -52,7 +52,8 @@ impl<'a> Builder<'a> {
         name
     }
 
-    /// Adds `op` with the given operands and attributes. `written` gives the
+    /// Adds `op` with the given operands and attributes (those equal to their
+    /// default are dropped). `written` gives the
     /// result types for ops whose type must be written (constant, iota,
     /// broadcast, reshape, convert, bitcast_convert, axis_index) or that pick
     /// their result dtype from it (dot_general, convolution, argmax/argmin).
@@ -69,7 +70,20 @@ impl<'a> Builder<'a> {
         let mut inst = InstData::new(op);
         inst.operands = operands.to_vec();
         inst.operand_spans = vec![Span::NONE; operands.len()];
-        inst.attrs = attrs.into_iter().map(|(n, v)| Attr { name: n.to_string(), value: v, span: Span::NONE }).collect();
+        // One IR form per program (as the verifier keeps it): attributes equal
+        // to their default are absent.
+        let wr = {
+            let operand_types: Vec<&TensorType> = operands.iter().map(|&v| &self.func.values[v].ty).collect();
+            crate::infer::window_rank(op, &operand_types)
+        };
+        inst.attrs = attrs
+            .into_iter()
+            .filter(|(n, v)| {
+                let def = op.def().attrs.iter().find(|d| d.name == *n);
+                def.and_then(|d| crate::infer::default_value(d, wr)).as_ref() != Some(v)
+            })
+            .map(|(n, v)| Attr { name: n.to_string(), value: v, span: Span::NONE })
+            .collect();
         inst.callee = callee.map(str::to_string);
         inst.comments = Comments::default();
         let types = {

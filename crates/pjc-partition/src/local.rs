@@ -6,31 +6,8 @@ use crate::reshard::{dim_axes, sharding_of};
 use crate::{Collective, Local, PartitionError, Partitioner};
 use pjc_ir::infer::resolved_attr;
 use pjc_ir::{AttrValue, DType, FuncKind, Function, InstData, Literal, Number, Opcode, Sharding, TensorType, Value, ValueDef};
-use pjc_sharding::rules::{factor_rule, FactorKind, FactorRule};
+use pjc_sharding::rules::{factor_rule, split_axes, FactorKind, FactorRule};
 use std::collections::HashMap;
-
-/// Splits a dim's axes among its factors, major first (a minor factor only
-/// after the major ones are split completely).
-fn split_axes(mesh: &pjc_ir::Mesh, axes: &[String], factors: &[usize], sizes: &[u64]) -> Vec<Vec<String>> {
-    let mut out = vec![vec![]; factors.len()];
-    let (mut k, mut prod) = (0, 1);
-    for a in axes {
-        while k < factors.len() && prod == sizes[factors[k]] {
-            k += 1;
-            prod = 1;
-        }
-        if k >= factors.len() {
-            break;
-        }
-        let s = mesh.size(a).unwrap_or(1);
-        if sizes[factors[k]] % (prod * s) != 0 {
-            break;
-        }
-        prod *= s;
-        out[k].push(a.clone());
-    }
-    out
-}
 
 /// A dim's axes composed from its factors' axes (stopping at an unsplit or
 /// partially split factor).

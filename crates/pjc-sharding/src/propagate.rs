@@ -295,31 +295,6 @@ impl Cx<'_> {
         self.mesh.size(a).unwrap_or(1)
     }
 
-    /// Splits the axes of a set dimension among its factors (major first): each
-    /// factor takes axes while their product divides it; a minor factor gets
-    /// axes only if the major ones are fully split.
-    fn split_axes(&self, axes: &[String], factors: &[usize], sizes: &[u64]) -> Vec<Vec<String>> {
-        let mut out = vec![vec![]; factors.len()];
-        let mut k = 0;
-        let mut prod = 1;
-        for a in axes {
-            while k < factors.len() && prod == sizes[factors[k]] {
-                k += 1;
-                prod = 1;
-            }
-            if k >= factors.len() {
-                break;
-            }
-            let s = self.size(a);
-            if sizes[factors[k]] % (prod * s) != 0 {
-                break;
-            }
-            prod *= s;
-            out[k].push(a.clone());
-        }
-        out
-    }
-
     fn propose(&self, link: &Link, dims: &HashMap<Slot, Vec<Dim>>, out: &mut BTreeMap<(Slot, usize), Proposal>) {
         let r = &link.rule;
         // 1. A candidate per factor, from the tensors whose dims are set.
@@ -331,7 +306,7 @@ impl Cx<'_> {
                 if fs.is_empty() {
                     continue;
                 }
-                let split = self.split_axes(axes, fs, &r.sizes);
+                let split = crate::rules::split_axes(self.mesh, axes, fs, &r.sizes);
                 for (k, &f) in fs.iter().enumerate() {
                     if r.kinds[f] == FactorKind::NeedReplication || split[k].is_empty() {
                         continue;

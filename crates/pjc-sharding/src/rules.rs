@@ -58,6 +58,30 @@ impl FactorRule {
     }
 }
 
+/// Splits the axes of a dimension among its factors (major first): each factor
+/// takes axes while their product divides it, and a minor factor gets axes only
+/// once the major ones are split completely (there are no sub-axes).
+pub fn split_axes(mesh: &pjc_ir::Mesh, axes: &[String], factors: &[usize], sizes: &[u64]) -> Vec<Vec<String>> {
+    let mut out = vec![vec![]; factors.len()];
+    let (mut k, mut prod) = (0, 1);
+    for a in axes {
+        while k < factors.len() && prod == sizes[factors[k]] {
+            k += 1;
+            prod = 1;
+        }
+        if k >= factors.len() {
+            break;
+        }
+        let s = mesh.size(a).unwrap_or(1);
+        if sizes[factors[k]] % (prod * s) != 0 {
+            break;
+        }
+        prod *= s;
+        out[k].push(a.clone());
+    }
+    out
+}
+
 fn ints(inst: &InstData, name: &str, ops: &[&TensorType]) -> Vec<i64> {
     resolved_attr(inst, name, ops).and_then(|v| v.as_ints()).unwrap_or_default()
 }

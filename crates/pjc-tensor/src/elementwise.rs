@@ -292,21 +292,7 @@ pub fn clamp(lo: &Tensor, x: &Tensor, hi: &Tensor) -> Result<Tensor, TensorError
     binary(Opcode::Min, &binary(Opcode::Max, x, &lo)?, &hi)
 }
 
-/// An f64 rounded to f32 with round-to-odd (truncate, then set the last bit if
-/// anything was lost). Rounding that result to a format with at most 22
-/// significand bits (f16, bf16) to nearest even gives the correctly rounded
-/// result of the original value: no double-rounding error.
-fn f64_to_f32_odd(x: f64) -> f32 {
-    let r = x as f32;
-    if !r.is_finite() || r as f64 == x {
-        return r;
-    }
-    let mut bits = r.to_bits();
-    if (r as f64).abs() > x.abs() {
-        bits -= 1; // rounded away from zero: step back to the truncation
-    }
-    f32::from_bits(bits | 1)
-}
+use pjc_dialects::dtype::f64_to_f32_odd;
 
 /// An integer rounded to f32 with round-to-odd (see [`f64_to_f32_odd`]).
 fn int_to_f32_odd(x: i128) -> f32 {

@@ -5,7 +5,7 @@
 
 use crate::TransformError;
 use pjc_ir::builder::Builder;
-use pjc_ir::infer::{default_value, resolved_attr, window_rank};
+use pjc_ir::infer::resolved_attr;
 use pjc_ir::replication::Axes;
 use pjc_ir::{AttrValue, DType, InstData, Module, Number, Opcode, Span, TensorType, Value};
 use std::collections::{HashMap, HashSet};
@@ -104,16 +104,6 @@ impl Gen<'_> {
         written: Option<TensorType>,
         name: &str,
     ) -> R<Value> {
-        let types: Vec<TensorType> = operands.iter().map(|&v| self.ty(v)).collect();
-        let refs: Vec<&TensorType> = types.iter().collect();
-        let wr = window_rank(op, &refs);
-        let attrs: Vec<(&str, AttrValue)> = attrs
-            .into_iter()
-            .filter(|(n, v)| {
-                let def = op.def().attrs.iter().find(|d| d.name == *n);
-                def.and_then(|d| default_value(d, wr)).as_ref() != Some(v)
-            })
-            .collect();
         match self.b.try_build(op, operands, attrs, None, written.map(|t| vec![t]), name) {
             Ok(v) => Ok(v[0]),
             Err(e) => Err(self.internal(format!("built an invalid '{op}': {}", e.msg))),

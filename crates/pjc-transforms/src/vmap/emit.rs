@@ -3,13 +3,11 @@
 //! preparation, and the per-example `gather`/`scatter_add` used wherever
 //! examples index with their own indices.
 //!
-//! Every instruction goes through [`Batcher::emit_multi`], which drops
-//! attributes equal to their default (the IR keeps one form per program) and
-//! turns a type-inference failure into an internal [`crate::TransformError`]
-//! instead of a panic.
+//! Every instruction goes through [`Batcher::emit_multi`] (the `Builder`
+//! drops attributes equal to their default), which turns a type-inference
+//! failure into an internal [`crate::TransformError`] instead of a panic.
 
 use super::{Batcher, Bv, R};
-use pjc_ir::infer::{default_value, window_rank};
 use pjc_ir::{AttrValue, DType, Literal, Number, Opcode, TensorType, Value, ValueDef};
 
 /// An integer list attribute.
@@ -51,7 +49,7 @@ impl Batcher<'_> {
         v.first().copied().ok_or_else(|| self.internal(format!("'{op}' gave no result")))
     }
 
-    /// Adds one instruction; attributes equal to their default are dropped.
+    /// Adds one instruction (the `Builder` drops attributes equal to their default).
     pub(crate) fn emit_multi(
         &mut self,
         op: Opcode,
@@ -61,16 +59,6 @@ impl Batcher<'_> {
         written: Option<Vec<TensorType>>,
         name: &str,
     ) -> R<Vec<Value>> {
-        let types: Vec<TensorType> = operands.iter().map(|&v| self.ty(v)).collect();
-        let refs: Vec<&TensorType> = types.iter().collect();
-        let wr = window_rank(op, &refs);
-        let attrs: Vec<(&str, AttrValue)> = attrs
-            .into_iter()
-            .filter(|(n, v)| {
-                let def = op.def().attrs.iter().find(|d| d.name == *n);
-                def.and_then(|d| default_value(d, wr)).as_ref() != Some(v)
-            })
-            .collect();
         self.b
             .try_build(op, operands, attrs, callee, written, name)
             .map_err(|e| self.internal(format!("built an invalid '{op}': {}", e.msg)))
