@@ -13,8 +13,9 @@ APT_PACKAGES=(
   gcc libc6-dev pkg-config   # the linker for Rust, and C code built by crates
   git ca-certificates        # cargo fetching crates, version info
   python3 python3-venv       # examples/make_inputs.py; later, tools installed in a venv
-  # LLVM 22 + MLIR (codegen) and OpenMPI (multi-process runs), when the compiler needs them:
-  # llvm-22-dev libmlir-22-dev mlir-22-tools libpolly-22-dev libzstd-dev zlib1g-dev libclang1-22 libclang-common-22-dev libopenmpi-dev openmpi-bin
+  llvm-22-dev libpolly-22-dev libzstd-dev zlib1g-dev libffi-dev   # LLVM 22 for code generation (inkwell)
+  # OpenMPI (multi-process runs), when the runtime needs it:
+  # libclang1-22 libclang-common-22-dev libopenmpi-dev openmpi-bin
 )
 MIN_RUST=1.80
 

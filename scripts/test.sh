@@ -18,6 +18,11 @@ fi
 locked=()
 if [ -f Cargo.lock ]; then locked=(--locked); fi
 
+# ptxas and libdevice (CUDA's compiler from PyPI, no GPU needed) for the NVPTX tests.
+echo "==> scripts/ptxas.sh"
+PJC_PTXAS=$(bash scripts/ptxas.sh)
+export PJC_PTXAS
+
 echo "==> cargo build --workspace ${locked[*]}"
 if ! cargo build --workspace "${locked[@]}"; then
   echo "test.sh: FAILED: cargo build --workspace did not succeed" >&2

@@ -43,6 +43,9 @@ enum Cmd {
         /// Print an intermediate form instead of writing an executable.
         #[arg(long, value_enum, value_name = "KIND")]
         emit: Option<Emit>,
+        /// GPU architecture for --emit ptx.
+        #[arg(long, default_value = "sm_90", value_name = "ARCH")]
+        gpu_arch: String,
     },
     /// For every value: global shape, sharding, per-device shape, and why.
     Explain {
@@ -84,9 +87,9 @@ enum Emit {
     /// The kernel plan: fused loop kernels, library calls, collectives, and the
     /// buffer plan with the peak memory (pjc's own intermediate).
     Plan,
-    /// LLVM IR (needs the code generator: not implemented yet).
+    /// The x86-64 LLVM IR of the plan's kernels (optimized, baseline x86-64-v3).
     Llvm,
-    /// PTX (needs the code generator: not implemented yet).
+    /// The NVPTX assembly of the plan's kernels (--gpu-arch, default sm_90).
     Ptx,
 }
 
@@ -208,6 +211,13 @@ fn partition(m: &pjc_ir::Module, id: pjc_ir::FuncId) -> Result<pjc_partition::Pa
     Ok(part)
 }
 
+/// The kernel plan of the entry's per-device program.
+fn kernel_plan(m: &pjc_ir::Module, id: pjc_ir::FuncId) -> Result<pjc_fusion::Plan, Failure> {
+    let part = partition(m, id)?;
+    let f = &part.module.funcs[part.module.func_by_name(&m.funcs[id].name).unwrap()];
+    pjc_fusion::plan(f).map_err(|e| Failure::Env(e.0))
+}
+
 /// (parameter, result) index pairs of state-carry results.
 fn carried(f: &pjc_ir::Function) -> Vec<(usize, usize)> {
     (0..f.results.len())
@@ -252,7 +262,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             print!("{}", pjc_front::print_module(&m));
             Ok(())
         }
-        Cmd::Compile { file, output, mesh, entry, emit } => {
+        Cmd::Compile { file, output, mesh, entry, emit, gpu_arch } => {
             let (m, id) = load_expanded(&file, &entry, mesh.as_deref())?;
             match (emit, output) {
                 (Some(Emit::Pir), _) => print!("{}", pjc_front::print_module(&m)),
@@ -264,6 +274,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     let part = partition(&m, id)?;
                     print!("{}", pjc_front::print_module(&part.module));
                 }
+                (Some(Emit::Llvm), _) => {
+                    let plan = kernel_plan(&m, id)?;
+                    print!("{}", pjc_codegen::emit_llvm(&plan).map_err(|e| Failure::Env(e.to_string()))?);
+                }
+                (Some(Emit::Ptx), _) => {
+                    let plan = kernel_plan(&m, id)?;
+                    print!("{}", pjc_codegen::emit_ptx(&plan, &gpu_arch).map_err(|e| Failure::Env(e.to_string()))?);
+                }
                 (Some(Emit::Plan), _) => {
                     let part = partition(&m, id)?;
                     let f = &part.module.funcs[part.module.func_by_name(&m.funcs[id].name).unwrap()];
@@ -274,9 +292,6 @@ fn run(cli: Cli) -> Result<(), Failure> {
                         if mem.donated.is_empty() { "none".to_string() } else {
                             mem.donated.iter().map(|(p, r)| format!("b{p} -> b{r}")).collect::<Vec<_>>().join(", ")
                         });
-                }
-                (Some(Emit::Llvm | Emit::Ptx), _) => {
-                    return Err(Failure::Env("unsupported: --emit llvm/ptx needs the code generator, which pjc does not have yet".into()))
                 }
                 (None, _) => {
                     return Err(Failure::Env(

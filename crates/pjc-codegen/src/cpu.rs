@@ -1,0 +1,733 @@
+//! x86-64 code generation: one function per kernel,
+//!
+//! ```text
+//! void KERNEL(i8** bufs, i64 begin, i64 end)
+//! ```
+//!
+//! `bufs` holds the kernel's input buffers (in `Kernel::inputs` order) followed
+//! by its output buffers; the function computes the output points with linear
+//! indices in `[begin, end)`, so a runtime can split a kernel over threads.
+//!
+//! Elementwise kernels walk the points row by row (the innermost dimension of
+//! size > 1 is a plain counted loop whose coordinate is the induction variable,
+//! the outer coordinates are computed once per row), which LLVM's loop
+//! vectorizer turns into SIMD code. Reduction kernels loop over the reduced
+//! dimensions per output point, with the accumulator in a register.
+//!
+//! Target: `x86_64-unknown-linux-gnu`, CPU `x86-64-v3` (AVX2, FMA, F16C, BMI —
+//! FMA is never formed because no fast-math flags are set), `default<O3>`.
+
+use crate::lower::{reg_type, Lower, Target as LowerTarget};
+use crate::CodegenError;
+use inkwell::attributes::{Attribute, AttributeLoc};
+use inkwell::context::Context;
+use inkwell::execution_engine::ExecutionEngine;
+use inkwell::module::Module;
+use inkwell::passes::PassBuilderOptions;
+use inkwell::targets::{
+    CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple,
+};
+use inkwell::values::{FunctionValue, IntValue};
+use inkwell::{AddressSpace, IntPredicate, OptimizationLevel};
+use pjc_fusion::kernel::{compute_type, Kernel};
+use pjc_fusion::plan::{BufferKind, Plan, Step};
+use pjc_ir::{DType, Opcode};
+use pjc_tensor::{Scalar, Tensor};
+use std::sync::Once;
+
+pub const TRIPLE: &str = "x86_64-unknown-linux-gnu";
+/// The baseline CPU of generated host code.
+pub const CPU: &str = "x86-64-v3";
+
+struct Cpu<'ctx> {
+    begin: IntValue<'ctx>,
+    end: IntValue<'ctx>,
+    /// Whether the CPU has AVX2 (x86-64-v3): 256-bit libmvec variants.
+    avx2: bool,
+}
+
+/// Math functions with libmvec variants (glibc >= 2.35 has all of them;
+/// each symbol is looked up before it is used).
+const LIBMVEC_FUNCS: [&str; 10] = [
+    "exp", "log", "log1p", "expm1", "tanh", "erf", "sin", "cos", "pow", "atan2",
+];
+
+fn symbol_in_process(sym: &str) -> bool {
+    let c = std::ffi::CString::new(sym).unwrap();
+    // SAFETY: a valid NUL-terminated name.
+    !unsafe { inkwell::llvm_sys::support::LLVMSearchForAddressOfSymbol(c.as_ptr()) }.is_null()
+}
+
+impl<'ctx> LowerTarget<'ctx> for Cpu<'ctx> {
+    fn math_symbol(&self, name: &str) -> String {
+        name.to_string()
+    }
+    fn buffer_addrspace(&self) -> AddressSpace {
+        AddressSpace::default()
+    }
+    fn point_range(
+        &self,
+        lw: &Lower<'_, 'ctx>,
+        _count: IntValue<'ctx>,
+    ) -> (IntValue<'ctx>, IntValue<'ctx>, IntValue<'ctx>) {
+        (self.begin, self.end, lw.ci64(1))
+    }
+    fn vector_variants(&self, sym: &str, nargs: usize) -> Vec<(u32, String)> {
+        if !uses_libmvec() {
+            return vec![];
+        }
+        let (base, f32) = match sym.strip_suffix('f') {
+            Some(b) if LIBMVEC_FUNCS.contains(&b) => (b, true),
+            _ if LIBMVEC_FUNCS.contains(&sym) => (sym, false),
+            _ => return vec![],
+        };
+        let _ = base;
+        let v = "v".repeat(nargs);
+        let sse = if f32 { 4 } else { 2 };
+        let mut out = vec![(sse, format!("_ZGVbN{sse}{v}_{sym}"))];
+        if self.avx2 {
+            out.push((sse * 2, format!("_ZGVdN{}{v}_{sym}", sse * 2)));
+        }
+        out.into_iter()
+            .filter(|(_, s)| symbol_in_process(s))
+            .collect()
+    }
+}
+
+static INIT: Once = Once::new();
+
+/// Initializes the x86 backend once per process and loads glibc's vector math
+/// library (libmvec) when it is there: loops calling `expf`, `logf`, `tanhf`,
+/// ... then vectorize to its `_ZGVdN8v_expf`, ... (the JIT resolves them in
+/// the process; an executable linking generated objects needs `-lmvec`).
+/// `PJC_NO_LIBMVEC=1` turns this off.
+pub(crate) fn init_x86() {
+    INIT.call_once(|| {
+        Target::initialize_x86(&InitializationConfig::default());
+        if std::env::var_os("PJC_NO_LIBMVEC").is_none()
+            && inkwell::support::load_library_permanently(std::path::Path::new("libmvec.so.1"))
+                .is_ok()
+        {
+            LIBMVEC.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+}
+
+static LIBMVEC: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether generated host code may call glibc's libmvec (see [`init_x86`]).
+pub fn uses_libmvec() -> bool {
+    init_x86();
+    LIBMVEC.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A target machine for `cpu` (e.g. `x86-64-v3`).
+pub fn target_machine(cpu: &str) -> Result<TargetMachine, CodegenError> {
+    init_x86();
+    let triple = TargetTriple::create(TRIPLE);
+    let target = Target::from_triple(&triple).map_err(|e| CodegenError::Llvm(e.to_string()))?;
+    target
+        .create_target_machine(
+            &triple,
+            cpu,
+            "",
+            OptimizationLevel::Aggressive,
+            RelocMode::PIC,
+            CodeModel::Default,
+        )
+        .ok_or_else(|| {
+            CodegenError::Llvm(format!(
+                "cannot create an x86-64 target machine for CPU {cpu}"
+            ))
+        })
+}
+
+/// The CPU the JIT compiles for: the x86-64-v3 baseline when this machine has
+/// it, plain x86-64 otherwise.
+pub fn jit_cpu() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let v3 = std::is_x86_feature_detected!("avx2")
+            && std::is_x86_feature_detected!("fma")
+            && std::is_x86_feature_detected!("bmi1")
+            && std::is_x86_feature_detected!("bmi2")
+            && std::is_x86_feature_detected!("f16c")
+            && std::is_x86_feature_detected!("lzcnt")
+            && std::is_x86_feature_detected!("movbe");
+        if v3 {
+            return CPU;
+        }
+    }
+    "x86-64"
+}
+
+fn add_fn_attr<'ctx>(cx: &'ctx Context, f: FunctionValue<'ctx>, name: &str) {
+    let kind = Attribute::get_named_enum_kind_id(name);
+    f.add_attribute(AttributeLoc::Function, cx.create_enum_attribute(kind, 0));
+}
+
+/// Adds kernel `k` to `module` as `void k(i8** bufs, i64 begin, i64 end)`.
+pub fn build_kernel<'ctx>(
+    cx: &'ctx Context,
+    module: &Module<'ctx>,
+    k: &Kernel,
+    cpu: &str,
+) -> FunctionValue<'ctx> {
+    let ptr = cx.ptr_type(AddressSpace::default());
+    let i64t = cx.i64_type();
+    let fty = cx
+        .void_type()
+        .fn_type(&[ptr.into(), i64t.into(), i64t.into()], false);
+    let f = module.add_function(&k.name, fty, None);
+    add_fn_attr(cx, f, "nounwind");
+    f.add_attribute(
+        AttributeLoc::Function,
+        cx.create_string_attribute("target-cpu", cpu),
+    );
+    f.add_attribute(
+        AttributeLoc::Function,
+        cx.create_string_attribute("no-trapping-math", "true"),
+    );
+    let noalias = Attribute::get_named_enum_kind_id("noalias");
+    f.add_attribute(AttributeLoc::Param(0), cx.create_enum_attribute(noalias, 0));
+    let b = cx.create_builder();
+    let entry = cx.append_basic_block(f, "entry");
+    b.position_at_end(entry);
+    let bufs = f.get_nth_param(0).unwrap().into_pointer_value();
+    let begin = f.get_nth_param(1).unwrap().into_int_value();
+    let end = f.get_nth_param(2).unwrap().into_int_value();
+    bufs.set_name("bufs");
+    begin.set_name("begin");
+    end.set_name("end");
+    let nbuf = k.inputs.len() + k.outputs.len();
+    let mut ptrs = vec![];
+    for i in 0..nbuf {
+        let p = unsafe {
+            b.build_in_bounds_gep(ptr, bufs, &[i64t.const_int(i as u64, false)], "")
+                .unwrap()
+        };
+        let name = if i < k.inputs.len() {
+            format!("in{i}")
+        } else {
+            format!("out{}", i - k.inputs.len())
+        };
+        ptrs.push(b.build_load(ptr, p, &name).unwrap().into_pointer_value());
+    }
+    let target = Cpu {
+        begin,
+        end,
+        avx2: cpu == CPU,
+    };
+    let lw = Lower::new(
+        cx,
+        module,
+        &b,
+        &target,
+        k,
+        f,
+        ptrs[..k.inputs.len()].to_vec(),
+        ptrs[k.inputs.len()..].to_vec(),
+    );
+    if k.reduce.is_some() {
+        reduction_body(&lw);
+    } else {
+        elementwise_body(&lw);
+    }
+    b.build_return(None).unwrap();
+    f
+}
+
+/// Points of an elementwise kernel, row by row.
+fn elementwise_body<'ctx>(lw: &Lower<'_, 'ctx>) {
+    let k = lw.kernel;
+    let (begin, end, _) = lw.target.point_range(lw, lw.num_points());
+    let rank = k.shape.len();
+    let store_all = |coords: &[IntValue<'ctx>], lin: IntValue<'ctx>| {
+        let vals = lw.eval(coords);
+        for (j, &r) in k.results.iter().enumerate() {
+            lw.store_result(j, lin, vals[r].unwrap(), k.types[r]);
+        }
+    };
+    // The innermost dimension of size > 1 (later dims have size 1).
+    let Some(inner) = (0..rank).rev().find(|&d| k.shape[d] > 1) else {
+        // A single point (or several identical ones): every coordinate is 0.
+        let zeros = vec![lw.ci64(0); rank];
+        lw.for_loop("i", begin, end, lw.ci64(1), |i| store_all(&zeros, i));
+        return;
+    };
+    let len = lw.ci64(k.shape[inner] as i64);
+    let b = lw.b;
+    let pre = b.get_insert_block().unwrap();
+    let head = lw.cx.append_basic_block(lw.func, "row.head");
+    let body = lw.cx.append_basic_block(lw.func, "row.body");
+    let exit = lw.cx.append_basic_block(lw.func, "row.exit");
+    b.build_unconditional_branch(head).unwrap();
+    b.position_at_end(head);
+    let phi = b.build_phi(lw.i64(), "i").unwrap();
+    let i = phi.as_basic_value().into_int_value();
+    let more = b.build_int_compare(IntPredicate::SLT, i, end, "").unwrap();
+    b.build_conditional_branch(more, body, exit).unwrap();
+    b.position_at_end(body);
+    // Row of point i, its first coordinate in the row, and the points left.
+    let row = b.build_int_unsigned_div(i, len, "row").unwrap();
+    let c0 = b.build_int_unsigned_rem(i, len, "c0").unwrap();
+    let row_left = lw.isub(len, c0);
+    let left = lw.isub(end, i);
+    let n = lw
+        .intrinsic(
+            "llvm.smin",
+            &[lw.i64().into()],
+            &[row_left.into(), left.into()],
+        )
+        .into_int_value();
+    let mut coords = vec![lw.ci64(0); rank];
+    let outer = lw.delinearize(row, &k.shape[..inner]);
+    coords[..inner].copy_from_slice(&outer);
+    let row_base = lw.isub(i, c0);
+    let stop = lw.iadd(c0, n);
+    lw.for_loop("j", c0, stop, lw.ci64(1), |j| {
+        let mut c = coords.clone();
+        c[inner] = j;
+        let lin = lw.iadd(row_base, j);
+        store_all(&c, lin);
+    });
+    let next = lw.iadd(i, n);
+    let latch = b.get_insert_block().unwrap();
+    b.build_unconditional_branch(head).unwrap();
+    phi.add_incoming(&[(&begin, pre), (&next, latch)]);
+    b.position_at_end(exit);
+}
+
+/// Output points of a reduction kernel, each reducing over the reduction space.
+fn reduction_body<'ctx>(lw: &Lower<'_, 'ctx>) {
+    let k = lw.kernel;
+    let r = k.reduce.as_ref().unwrap();
+    let (begin, end, step) = lw.target.point_range(lw, lw.num_points());
+    lw.for_loop("o", begin, end, step, |o| {
+        let out_coords = lw.delinearize(o, &k.shape);
+        let accs: Vec<_> = k
+            .results
+            .iter()
+            .enumerate()
+            .map(|(j, _)| {
+                let a = lw.entry_alloca(reg_type(lw.cx, r.acc), &format!("acc{j}"));
+                lw.b.build_store(a, lw.identity(r.kind, r.acc)).unwrap();
+                a
+            })
+            .collect();
+        let acc_ty = reg_type(lw.cx, r.acc);
+        nest(lw, &r.shape, 0, &mut out_coords.clone(), &|coords| {
+            let vals = lw.eval(coords);
+            for (j, &res) in k.results.iter().enumerate() {
+                let x = lw.to_acc(vals[res].unwrap(), res, r.acc);
+                let a = lw.b.build_load(acc_ty, accs[j], "").unwrap();
+                let c = lw.combine(r.kind, r.acc, a, x);
+                lw.b.build_store(accs[j], c).unwrap();
+            }
+        });
+        for (j, _) in k.results.iter().enumerate() {
+            let a = lw.b.build_load(acc_ty, accs[j], "").unwrap();
+            lw.store_result(j, o, a, compute_type(r.acc));
+        }
+    });
+}
+
+/// Nested loops over the reduced dimensions `dims[d..]` (size-1 dims get
+/// coordinate 0 without a loop); `f` is called with all coordinates.
+pub(crate) fn nest<'ctx>(
+    lw: &Lower<'_, 'ctx>,
+    dims: &[u64],
+    d: usize,
+    coords: &mut Vec<IntValue<'ctx>>,
+    f: &dyn Fn(&[IntValue<'ctx>]),
+) {
+    if d == dims.len() {
+        f(coords);
+        return;
+    }
+    if dims[d] == 1 {
+        coords.push(lw.ci64(0));
+        nest(lw, dims, d + 1, coords, f);
+        coords.pop();
+        return;
+    }
+    lw.for_loop(
+        &format!("r{d}"),
+        lw.ci64(0),
+        lw.ci64(dims[d] as i64),
+        lw.ci64(1),
+        |i| {
+            let mut c = coords.clone();
+            c.push(i);
+            nest(lw, dims, d + 1, &mut c, f);
+        },
+    );
+}
+
+/// The unoptimized host module of every kernel of `plan`.
+pub fn build_module<'ctx>(
+    cx: &'ctx Context,
+    plan: &Plan,
+    cpu: &str,
+    tm: &TargetMachine,
+) -> Result<Module<'ctx>, CodegenError> {
+    let module = cx.create_module(&plan.name);
+    module.set_triple(&TargetTriple::create(TRIPLE));
+    module.set_data_layout(&tm.get_target_data().get_data_layout());
+    for step in &plan.steps {
+        if let Step::Kernel(k) = step {
+            build_kernel(cx, &module, k, cpu);
+        }
+    }
+    keep_vector_variants(cx, &module);
+    module.verify().map_err(|e| {
+        CodegenError::Llvm(format!(
+            "invalid LLVM IR for plan @{}: {}",
+            plan.name,
+            e.to_string()
+        ))
+    })?;
+    Ok(module)
+}
+
+/// Lists the libmvec declarations in `llvm.compiler.used`, so that they
+/// survive until the loop vectorizer looks them up.
+fn keep_vector_variants<'ctx>(cx: &'ctx Context, module: &Module<'ctx>) {
+    let decls: Vec<_> = module
+        .get_functions()
+        .filter(|f| f.get_name().to_bytes().starts_with(b"_ZGV"))
+        .collect();
+    if decls.is_empty() {
+        return;
+    }
+    let ptr = cx.ptr_type(AddressSpace::default());
+    let vals: Vec<_> = decls
+        .iter()
+        .map(|f| f.as_global_value().as_pointer_value())
+        .collect();
+    let arr = ptr.const_array(&vals);
+    let g = module.add_global(
+        ptr.array_type(vals.len() as u32),
+        None,
+        "llvm.compiler.used",
+    );
+    g.set_linkage(inkwell::module::Linkage::Appending);
+    g.set_section(Some("llvm.metadata"));
+    g.set_initializer(&arr);
+}
+
+/// Runs the `default<O3>` pipeline.
+pub fn optimize(module: &Module<'_>, tm: &TargetMachine) -> Result<(), CodegenError> {
+    let opts = PassBuilderOptions::create();
+    opts.set_loop_vectorization(true);
+    opts.set_loop_slp_vectorization(true);
+    opts.set_loop_unrolling(true);
+    module
+        .run_passes("default<O3>", tm, opts)
+        .map_err(|e| CodegenError::Llvm(e.to_string()))
+}
+
+/// The optimized x86-64 LLVM IR of every kernel of `plan` (`pjc compile --emit llvm`).
+pub fn emit_llvm(plan: &Plan) -> Result<String, CodegenError> {
+    let cx = Context::create();
+    let tm = target_machine(CPU)?;
+    let m = build_module(&cx, plan, CPU, &tm)?;
+    optimize(&m, &tm)?;
+    Ok(m.print_to_string().to_string())
+}
+
+/// The unoptimized IR (what the lowering produces), for inspection and tests.
+pub fn emit_llvm_unoptimized(plan: &Plan) -> Result<String, CodegenError> {
+    let cx = Context::create();
+    let tm = target_machine(CPU)?;
+    let m = build_module(&cx, plan, CPU, &tm)?;
+    Ok(m.print_to_string().to_string())
+}
+
+/// An x86-64 ELF object with every kernel of `plan` (for linking an executable).
+pub fn emit_object(plan: &Plan) -> Result<Vec<u8>, CodegenError> {
+    let cx = Context::create();
+    let tm = target_machine(CPU)?;
+    let m = build_module(&cx, plan, CPU, &tm)?;
+    optimize(&m, &tm)?;
+    let buf = tm
+        .write_to_memory_buffer(&m, FileType::Object)
+        .map_err(|e| CodegenError::Llvm(e.to_string()))?;
+    Ok(buf.as_slice().to_vec())
+}
+
+// ---- JIT ------------------------------------------------------------------------------
+
+/// A compiled kernel: `f(bufs, begin, end)`.
+pub type KernelFn = unsafe extern "C" fn(*const *mut u8, i64, i64);
+
+/// The kernels of one plan compiled in-process (MCJIT). Keeps the LLVM context
+/// and the engine alive as long as the function pointers are used.
+pub struct JitPlan {
+    plan: Plan,
+    /// Per step, the kernel's entry point (None for library steps and collectives).
+    fns: Vec<Option<KernelFn>>,
+    // Drop order: the module handle, then the engine, then the context.
+    _module: Module<'static>,
+    _engine: ExecutionEngine<'static>,
+    _cx: Box<Context>,
+}
+
+impl JitPlan {
+    /// Compiles every kernel of `plan`.
+    pub fn compile(plan: &Plan) -> Result<JitPlan, CodegenError> {
+        let cx = Box::new(Context::create());
+        // SAFETY: the context is boxed (its address never changes) and is dropped
+        // after the module and the engine that borrow it (field order).
+        let cxr: &'static Context = unsafe { &*(cx.as_ref() as *const Context) };
+        let cpu = jit_cpu();
+        let tm = target_machine(cpu)?;
+        let module = build_module(cxr, plan, cpu, &tm)?;
+        optimize(&module, &tm)?;
+        let engine = module
+            .create_jit_execution_engine(OptimizationLevel::Aggressive)
+            .map_err(|e| CodegenError::Llvm(format!("cannot create the JIT: {}", e.to_string())))?;
+        let mut fns = vec![];
+        for step in &plan.steps {
+            fns.push(match step {
+                Step::Kernel(k) => {
+                    let addr = engine.get_function_address(&k.name).map_err(|e| {
+                        CodegenError::Llvm(format!("JIT: kernel {} not found: {e:?}", k.name))
+                    })?;
+                    // SAFETY: the function was generated with exactly this signature.
+                    Some(unsafe { std::mem::transmute::<usize, KernelFn>(addr) })
+                }
+                _ => None,
+            });
+        }
+        Ok(JitPlan {
+            plan: plan.clone(),
+            fns,
+            _module: module,
+            _engine: engine,
+            _cx: cx,
+        })
+    }
+
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// The entry point of the kernel of step `i`.
+    pub fn kernel_fn(&self, step: usize) -> Option<KernelFn> {
+        self.fns[step]
+    }
+
+    /// Allocates the plan's buffers with parameters and constants filled in.
+    pub fn buffers(&self, args: &[Tensor]) -> Result<Buffers, CodegenError> {
+        let plan = &self.plan;
+        if args.len() != plan.params.len() {
+            return Err(CodegenError::Input(format!(
+                "plan @{} takes {} arguments, got {}",
+                plan.name,
+                plan.params.len(),
+                args.len()
+            )));
+        }
+        let mut bufs = Buffers { data: vec![] };
+        for b in &plan.buffers {
+            let n = b.ty.num_elements() as usize;
+            let mut s = HostBuf::zeroed(n * b.ty.dtype.size_bytes());
+            match &b.kind {
+                BufferKind::Param(i) => {
+                    let t = &args[*i];
+                    let shape: Vec<usize> = b.ty.shape.iter().map(|&d| d as usize).collect();
+                    if t.dtype() != b.ty.dtype || t.shape != shape {
+                        return Err(CodegenError::Input(format!(
+                            "argument {i} (%{}) is {}{:?}, the plan expects {}",
+                            b.name,
+                            t.dtype(),
+                            t.shape,
+                            b.ty
+                        )));
+                    }
+                    s.write_tensor(t);
+                }
+                BufferKind::Constant(lit) => {
+                    let elems: Vec<Scalar> = lit
+                        .elems
+                        .iter()
+                        .map(|n| match *n {
+                            pjc_ir::Number::Int(i) => Scalar::Int(i),
+                            pjc_ir::Number::Float(x) => Scalar::Float(x),
+                            pjc_ir::Number::Bool(b) => Scalar::Bool(b),
+                        })
+                        .collect();
+                    let shape = b.ty.shape.iter().map(|&d| d as usize).collect();
+                    s.write_tensor(&Tensor::from_scalars(b.ty.dtype, shape, &elems));
+                }
+                BufferKind::Temp => {}
+            }
+            bufs.data.push(s);
+        }
+        Ok(bufs)
+    }
+
+    /// Runs every step on `bufs` with up to `threads` threads per kernel.
+    pub fn run_steps(&self, bufs: &mut Buffers, threads: usize) -> Result<(), CodegenError> {
+        let plan = &self.plan;
+        for (si, step) in plan.steps.iter().enumerate() {
+            match step {
+                Step::Kernel(k) => {
+                    let f = self.fns[si].unwrap();
+                    let ptrs: Vec<*mut u8> = k
+                        .inputs
+                        .iter()
+                        .chain(&k.outputs)
+                        .map(|b| bufs.data[b.buffer].as_mut_ptr())
+                        .collect();
+                    run_kernel_threads(
+                        f,
+                        &ptrs,
+                        k.num_elements(),
+                        k.reduce
+                            .as_ref()
+                            .map_or(1, |r| r.shape.iter().product::<u64>()),
+                        threads,
+                    );
+                }
+                Step::Library {
+                    inst,
+                    inputs,
+                    output,
+                } => {
+                    let ins: Vec<Tensor> = inputs.iter().map(|&b| bufs.tensor(plan, b)).collect();
+                    let out_ty = &plan.buffers[*output].ty;
+                    let out = if inst.op == Opcode::AxisIndex {
+                        Tensor::from_scalars(DType::I32, vec![], &[Scalar::Int(0)])
+                    } else if let Some(t) = crate::gemm::try_dot(inst, &ins, out_ty, threads) {
+                        t
+                    } else {
+                        pjc_fusion::exec::library(inst, &ins, out_ty)
+                            .map_err(|e| CodegenError::Runtime(e.to_string()))?
+                    };
+                    bufs.data[*output].write_tensor(&out);
+                }
+                Step::Collective { input, output, .. } => {
+                    // One device: every group has one member, so a collective is a copy.
+                    let src = bufs.data[*input].clone();
+                    bufs.data[*output] = src;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the plan on `args` and returns its results.
+    pub fn run(&self, args: &[Tensor]) -> Result<Vec<Tensor>, CodegenError> {
+        let mut bufs = self.buffers(args)?;
+        self.run_steps(&mut bufs, default_threads())?;
+        Ok(self
+            .plan
+            .results
+            .iter()
+            .map(|&b| bufs.tensor(&self.plan, b))
+            .collect())
+    }
+}
+
+/// Threads used by [`execute_plan_jit`]: `PJC_THREADS` or the machine's cores.
+pub fn default_threads() -> usize {
+    std::env::var("PJC_THREADS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1)
+}
+
+#[derive(Clone, Copy)]
+struct SendPtrs(*const *mut u8);
+unsafe impl Send for SendPtrs {}
+unsafe impl Sync for SendPtrs {}
+
+/// Calls `f` over `[0, n)`, split into contiguous ranges over up to `threads`
+/// threads when there is enough work (`work_per_point` iterations per point).
+pub fn run_kernel_threads(
+    f: KernelFn,
+    ptrs: &[*mut u8],
+    n: u64,
+    work_per_point: u64,
+    threads: usize,
+) {
+    let n = n as i64;
+    let work = (n as u64).saturating_mul(work_per_point.max(1));
+    let t = if work < 1 << 16 {
+        1
+    } else {
+        (threads as i64).min(n).max(1)
+    };
+    let p = SendPtrs(ptrs.as_ptr());
+    if t == 1 {
+        unsafe { f(p.0, 0, n) };
+        return;
+    }
+    let chunk = (n + t - 1) / t;
+    std::thread::scope(|s| {
+        for i in 0..t {
+            let (lo, hi) = (i * chunk, ((i + 1) * chunk).min(n));
+            if lo >= hi {
+                continue;
+            }
+            s.spawn(move || {
+                let p = p;
+                unsafe { f(p.0, lo, hi) }
+            });
+        }
+    });
+}
+
+/// Host memory of one plan buffer (8-byte aligned).
+#[derive(Clone)]
+pub struct HostBuf {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl HostBuf {
+    pub fn zeroed(len: usize) -> HostBuf {
+        HostBuf {
+            words: vec![0; len.div_ceil(8).max(1)],
+            len,
+        }
+    }
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.words.as_mut_ptr() as *mut u8
+    }
+    pub fn bytes(&self) -> &[u8] {
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr() as *const u8, self.len) }
+    }
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr() as *mut u8, self.len) }
+    }
+    pub fn write_tensor(&mut self, t: &Tensor) {
+        let bytes = pjc_tensor::buf_to_le_bytes(&t.data);
+        assert_eq!(bytes.len(), self.len, "tensor size matches its buffer");
+        self.bytes_mut().copy_from_slice(&bytes);
+    }
+}
+
+/// All buffers of a plan.
+pub struct Buffers {
+    pub data: Vec<HostBuf>,
+}
+
+impl Buffers {
+    /// Buffer `b` read back as a tensor of its plan type.
+    pub fn tensor(&self, plan: &Plan, b: usize) -> Tensor {
+        let ty = &plan.buffers[b].ty;
+        let buf = pjc_tensor::buf_from_le_bytes(ty.dtype, self.data[b].bytes())
+            .expect("buffer sizes match their types");
+        Tensor::new(ty.shape.iter().map(|&d| d as usize).collect(), buf)
+    }
+}
+
+/// Runs a whole single-device plan: JIT-compiled kernels for `Step::Kernel`,
+/// GEMM or the reference library for library steps, identity collectives.
+pub fn execute_plan_jit(plan: &Plan, args: &[Tensor]) -> Result<Vec<Tensor>, CodegenError> {
+    JitPlan::compile(plan)?.run(args)
+}

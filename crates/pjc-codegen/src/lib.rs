@@ -1,0 +1,45 @@
+//! LLVM code generation for pjc's loop kernels ([`pjc_fusion::Kernel`]).
+//!
+//! - [`lower`]: one kernel body → LLVM IR with the exact semantics of spec
+//!   section 11, shared by both targets through the small [`lower::Target`] trait.
+//! - [`cpu`]: x86-64 (`x86-64-v3`, O3): `void k(i8** bufs, i64 begin, i64 end)`
+//!   per kernel, a JIT ([`cpu::JitPlan`], [`execute_plan_jit`]), textual IR
+//!   ([`emit_llvm`]) and object code.
+//! - [`ptx`]: NVPTX (`sm_80`, `sm_90`): one `.entry` per kernel, grid-stride
+//!   elementwise loops, block-per-output reductions with warp shuffles, libdevice
+//!   for math ([`emit_ptx`]).
+//! - [`gemm`]: `dot_general` library steps through the `gemm` crate.
+
+pub mod cpu;
+pub mod gemm;
+pub mod lower;
+pub mod ptx;
+
+pub use cpu::{emit_llvm, emit_object, execute_plan_jit, JitPlan};
+pub use ptx::{compile_ptx, emit_ptx, PtxKernel, PtxModule};
+
+/// Code generation failures.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CodegenError {
+    /// LLVM rejected something (a bug in pjc, reported rather than panicking).
+    Llvm(String),
+    /// Something missing from the environment (libdevice, ...).
+    Environment(String),
+    /// Bad arguments (wrong number or type of inputs, unknown GPU architecture).
+    Input(String),
+    /// A library step failed at run time.
+    Runtime(String),
+}
+
+impl std::fmt::Display for CodegenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CodegenError::Llvm(m) => write!(f, "code generation: {m}"),
+            CodegenError::Environment(m) | CodegenError::Input(m) | CodegenError::Runtime(m) => {
+                f.write_str(m)
+            }
+        }
+    }
+}
+
+impl std::error::Error for CodegenError {}

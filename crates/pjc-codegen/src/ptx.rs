@@ -1,0 +1,592 @@
+//! NVPTX code generation (`nvptx64-nvidia-cuda`, `sm_80`/`sm_90`).
+//!
+//! Every kernel is a `.entry` (LLVM's `ptx_kernel` calling convention) with the
+//! parameters
+//!
+//! ```text
+//! KERNEL(in0, ..., out0, ..., i64 n)      // pointers to global memory
+//! ```
+//!
+//! where `n` is the number of output points.
+//!
+//! - Elementwise kernels: a grid-stride loop over the points; any grid and block
+//!   size work (the runtime picks e.g. 256 threads and enough blocks).
+//! - Reduction kernels: one-dimensional blocks whose size is a multiple of 32
+//!   and at most [`REDUCE_BLOCK`] = 256 (the kernel is compiled with
+//!   `.maxntid 256`; launch 256); block `b` handles output points
+//!   `b, b + gridDim.x, ...`; the threads stride over the reduction space,
+//!   accumulating in `reduce.acc`, then combine with warp shuffles
+//!   (`shfl.sync.down`) and one shared-memory slot per warp, and thread 0
+//!   rounds once and stores. (Many tiny reductions waste most of each block:
+//!   one block per output point is the simple schedule, not the fast one.)
+//!
+//! Math functions come from libdevice (`__nv_expf`, ...): the bitcode is linked
+//! in, everything but the kernels is internalized, and `default<O3>` keeps only
+//! what is used (`__nvvm_reflect` folded with FTZ off: subnormals are kept).
+
+use crate::lower::{reg_type, Lower, Target as LowerTarget};
+use crate::CodegenError;
+use inkwell::context::Context;
+use inkwell::module::{FlagBehavior, Linkage, Module};
+use inkwell::passes::PassBuilderOptions;
+use inkwell::targets::{
+    CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple,
+};
+use inkwell::types::{BasicType, BasicTypeEnum};
+use inkwell::values::{BasicValueEnum, FunctionValue, IntValue};
+use inkwell::{AddressSpace, IntPredicate, OptimizationLevel};
+use pjc_fusion::kernel::{compute_type, Kernel};
+use pjc_fusion::plan::{Plan, Step};
+use std::path::PathBuf;
+
+pub const TRIPLE: &str = "nvptx64-nvidia-cuda";
+/// Threads per block of a reduction kernel.
+pub const REDUCE_BLOCK: u32 = 256;
+/// The `ptx_kernel` calling convention: makes a function a `.entry`.
+const PTX_KERNEL_CC: u32 = 71;
+
+/// How a runtime launches one generated kernel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PtxKernel {
+    pub name: String,
+    /// Number of output points (the `n` parameter).
+    pub points: u64,
+    /// `Some(256)` for reduction kernels: the largest block they accept (and
+    /// the one to launch; any multiple of 32 up to it works). `None` for
+    /// elementwise kernels (any launch shape).
+    pub required_block: Option<u32>,
+    /// Plan buffers of the pointer parameters, inputs then outputs.
+    pub buffers: Vec<usize>,
+}
+
+/// A PTX module with its kernels' launch information.
+#[derive(Clone, Debug)]
+pub struct PtxModule {
+    pub arch: String,
+    pub ptx: String,
+    pub kernels: Vec<PtxKernel>,
+}
+
+struct Nvptx;
+
+impl<'ctx> LowerTarget<'ctx> for Nvptx {
+    fn math_symbol(&self, name: &str) -> String {
+        format!("__nv_{name}")
+    }
+    fn buffer_addrspace(&self) -> AddressSpace {
+        AddressSpace::from(1u16)
+    }
+    fn point_range(
+        &self,
+        lw: &Lower<'_, 'ctx>,
+        count: IntValue<'ctx>,
+    ) -> (IntValue<'ctx>, IntValue<'ctx>, IntValue<'ctx>) {
+        let tid = sreg(lw, "tid.x");
+        let ntid = sreg(lw, "ntid.x");
+        let ctaid = sreg(lw, "ctaid.x");
+        let nctaid = sreg(lw, "nctaid.x");
+        let gid = lw.iadd(lw.imul(ctaid, ntid), tid);
+        (gid, count, lw.imul(ntid, nctaid))
+    }
+}
+
+/// A PTX special register, zero-extended to i64.
+fn sreg<'ctx>(lw: &Lower<'_, 'ctx>, name: &str) -> IntValue<'ctx> {
+    let v = lw
+        .intrinsic(&format!("llvm.nvvm.read.ptx.sreg.{name}"), &[], &[])
+        .into_int_value();
+    lw.b.build_int_z_extend(v, lw.i64(), "").unwrap()
+}
+
+fn barrier(lw: &Lower<'_, '_>) {
+    if inkwell::intrinsics::Intrinsic::find("llvm.nvvm.barrier.cta.sync.aligned.all").is_some() {
+        lw.intrinsic_void(
+            "llvm.nvvm.barrier.cta.sync.aligned.all",
+            &[lw.ci32(0).into()],
+        );
+    } else {
+        lw.intrinsic_void("llvm.nvvm.barrier0", &[]);
+    }
+}
+
+impl<'a, 'ctx> Lower<'a, 'ctx> {
+    /// Calls an intrinsic returning void.
+    pub fn intrinsic_void(&self, name: &str, args: &[BasicValueEnum<'ctx>]) {
+        let intr = inkwell::intrinsics::Intrinsic::find(name)
+            .unwrap_or_else(|| panic!("LLVM has no intrinsic {name}"));
+        let f = intr.get_declaration(self.module, &[]).unwrap();
+        let args: Vec<_> = args.iter().map(|&a| a.into()).collect();
+        self.b.build_call(f, &args, "").unwrap();
+    }
+
+    /// `if cond { body }` at the current position.
+    pub fn if_then(&self, name: &str, cond: IntValue<'ctx>, body: impl FnOnce()) {
+        let then = self
+            .cx
+            .append_basic_block(self.func, &format!("{name}.then"));
+        let join = self
+            .cx
+            .append_basic_block(self.func, &format!("{name}.end"));
+        self.b.build_conditional_branch(cond, then, join).unwrap();
+        self.b.position_at_end(then);
+        body();
+        self.b.build_unconditional_branch(join).unwrap();
+        self.b.position_at_end(join);
+    }
+
+    /// `shfl.sync.down` of a value of any register type (split into 32-bit words).
+    fn shfl_down(&self, v: BasicValueEnum<'ctx>, delta: u32) -> BasicValueEnum<'ctx> {
+        let ty = v.get_type();
+        let bits = match ty {
+            BasicTypeEnum::FloatType(f) if f == self.f32() => 32,
+            BasicTypeEnum::FloatType(_) => 64,
+            BasicTypeEnum::IntType(i) => i.get_bit_width(),
+            _ => unreachable!(),
+        };
+        let as_int = match v {
+            BasicValueEnum::FloatValue(f) => self
+                .b
+                .build_bit_cast(f, if bits == 32 { self.i32() } else { self.i64() }, "")
+                .unwrap()
+                .into_int_value(),
+            BasicValueEnum::IntValue(i) if bits < 32 => {
+                self.b.build_int_z_extend(i, self.i32(), "").unwrap()
+            }
+            BasicValueEnum::IntValue(i) => i,
+            _ => unreachable!(),
+        };
+        let shfl = |w: IntValue<'ctx>| -> IntValue<'ctx> {
+            let args = [
+                self.ci32(-1).into(),
+                w.into(),
+                self.ci32(delta as i32).into(),
+                self.ci32(31).into(),
+            ];
+            self.intrinsic("llvm.nvvm.shfl.sync.down.i32", &[], &args)
+                .into_int_value()
+        };
+        let r = if bits <= 32 {
+            shfl(as_int)
+        } else {
+            let lo = self.b.build_int_truncate(as_int, self.i32(), "").unwrap();
+            let hi = self
+                .b
+                .build_int_truncate(
+                    self.b
+                        .build_right_shift(as_int, self.ci64(32), false, "")
+                        .unwrap(),
+                    self.i32(),
+                    "",
+                )
+                .unwrap();
+            let (lo, hi) = (shfl(lo), shfl(hi));
+            let lo = self.b.build_int_z_extend(lo, self.i64(), "").unwrap();
+            let hi = self.b.build_int_z_extend(hi, self.i64(), "").unwrap();
+            self.b
+                .build_or(
+                    lo,
+                    self.b.build_left_shift(hi, self.ci64(32), "").unwrap(),
+                    "",
+                )
+                .unwrap()
+        };
+        match ty {
+            BasicTypeEnum::FloatType(f) => self.b.build_bit_cast(r, f, "").unwrap(),
+            BasicTypeEnum::IntType(i) if bits < 32 => {
+                self.b.build_int_truncate(r, i, "").unwrap().into()
+            }
+            _ => r.into(),
+        }
+    }
+}
+
+fn add_kernel_attrs<'ctx>(cx: &'ctx Context, f: FunctionValue<'ctx>, max_threads: Option<u32>) {
+    f.set_call_conventions(PTX_KERNEL_CC);
+    let nounwind = inkwell::attributes::Attribute::get_named_enum_kind_id("nounwind");
+    f.add_attribute(
+        inkwell::attributes::AttributeLoc::Function,
+        cx.create_enum_attribute(nounwind, 0),
+    );
+    if let Some(n) = max_threads {
+        f.add_attribute(
+            inkwell::attributes::AttributeLoc::Function,
+            cx.create_string_attribute("nvvm.maxntid", &n.to_string()),
+        );
+    }
+}
+
+/// Adds kernel `k` to `module` as a `.entry`.
+pub fn build_kernel<'ctx>(
+    cx: &'ctx Context,
+    module: &Module<'ctx>,
+    k: &Kernel,
+) -> FunctionValue<'ctx> {
+    let gptr = cx.ptr_type(AddressSpace::from(1u16));
+    let mut params: Vec<_> = (0..k.inputs.len() + k.outputs.len())
+        .map(|_| gptr.into())
+        .collect();
+    params.push(cx.i64_type().into());
+    let f = module.add_function(&k.name, cx.void_type().fn_type(&params, false), None);
+    add_kernel_attrs(cx, f, k.reduce.as_ref().map(|_| REDUCE_BLOCK));
+    let b = cx.create_builder();
+    let entry = cx.append_basic_block(f, "entry");
+    b.position_at_end(entry);
+    let ptrs: Vec<_> = (0..k.inputs.len() + k.outputs.len())
+        .map(|i| {
+            let p = f.get_nth_param(i as u32).unwrap().into_pointer_value();
+            p.set_name(&if i < k.inputs.len() {
+                format!("in{i}")
+            } else {
+                format!("out{}", i - k.inputs.len())
+            });
+            p
+        })
+        .collect();
+    let n = f.get_nth_param(ptrs.len() as u32).unwrap().into_int_value();
+    n.set_name("n");
+    let target = Nvptx;
+    let lw = Lower::new(
+        cx,
+        module,
+        &b,
+        &target,
+        k,
+        f,
+        ptrs[..k.inputs.len()].to_vec(),
+        ptrs[k.inputs.len()..].to_vec(),
+    );
+    if k.reduce.is_some() {
+        reduction_body(&lw, n);
+    } else {
+        let (first, end, step) = lw.target.point_range(&lw, n);
+        lw.for_loop("i", first, end, step, |i| {
+            let coords = lw.delinearize(i, &k.shape);
+            let vals = lw.eval(&coords);
+            for (j, &r) in k.results.iter().enumerate() {
+                lw.store_result(j, i, vals[r].unwrap(), k.types[r]);
+            }
+        });
+    }
+    b.build_return(None).unwrap();
+    f
+}
+
+fn reduction_body<'ctx>(lw: &Lower<'_, 'ctx>, n: IntValue<'ctx>) {
+    let k = lw.kernel;
+    let r = k.reduce.as_ref().unwrap();
+    let acc_ty = reg_type(lw.cx, r.acc);
+    // Slots for up to 32 warps; the block has ntid.x / 32 of them.
+    let warps = 32;
+    // One shared slot per warp and result (pred accumulators as bytes).
+    let slot_ty: BasicTypeEnum = if r.acc.is_pred() {
+        lw.i8().into()
+    } else {
+        acc_ty
+    };
+    let smem: Vec<_> = k
+        .results
+        .iter()
+        .enumerate()
+        .map(|(j, _)| {
+            let g = lw.module.add_global(
+                slot_ty.array_type(warps),
+                Some(AddressSpace::from(3u16)),
+                &format!("{}.smem{j}", k.name),
+            );
+            g.set_linkage(Linkage::Internal);
+            g.set_initializer(&slot_ty.array_type(warps).get_undef());
+            g.set_alignment(8);
+            g
+        })
+        .collect();
+    let tid = sreg(lw, "tid.x");
+    let ntid = sreg(lw, "ntid.x");
+    let nwarps =
+        lw.b.build_right_shift(ntid, lw.ci64(5), false, "nwarps")
+            .unwrap();
+    let lane = lw.b.build_and(tid, lw.ci64(31), "lane").unwrap();
+    let warp =
+        lw.b.build_right_shift(tid, lw.ci64(5), false, "warp")
+            .unwrap();
+    let ctaid = sreg(lw, "ctaid.x");
+    let nctaid = sreg(lw, "nctaid.x");
+    let total: u64 = r.shape.iter().product();
+    let accs: Vec<_> = (0..k.results.len())
+        .map(|j| lw.entry_alloca(acc_ty, &format!("acc{j}")))
+        .collect();
+    let warp_reduce = |mut v: BasicValueEnum<'ctx>| {
+        for d in [16, 8, 4, 2, 1] {
+            let o = lw.shfl_down(v, d);
+            v = lw.combine(r.kind, r.acc, v, o);
+        }
+        v
+    };
+    lw.for_loop("o", ctaid, n, nctaid, |o| {
+        let out_coords = lw.delinearize(o, &k.shape);
+        for &a in &accs {
+            lw.b.build_store(a, lw.identity(r.kind, r.acc)).unwrap();
+        }
+        lw.for_loop("r", tid, lw.ci64(total as i64), ntid, |ri| {
+            let mut coords = out_coords.clone();
+            coords.extend(lw.delinearize(ri, &r.shape));
+            let vals = lw.eval(&coords);
+            for (j, &res) in k.results.iter().enumerate() {
+                let x = lw.to_acc(vals[res].unwrap(), res, r.acc);
+                let a = lw.b.build_load(acc_ty, accs[j], "").unwrap();
+                let c = lw.combine(r.kind, r.acc, a, x);
+                lw.b.build_store(accs[j], c).unwrap();
+            }
+        });
+        for (j, _) in k.results.iter().enumerate() {
+            let a = lw.b.build_load(acc_ty, accs[j], "").unwrap();
+            let v = warp_reduce(a);
+            let slot = |i: IntValue<'ctx>| unsafe {
+                lw.b.build_in_bounds_gep(
+                    slot_ty.array_type(warps),
+                    smem[j].as_pointer_value(),
+                    &[lw.ci64(0), i],
+                    "",
+                )
+                .unwrap()
+            };
+            let lane0 =
+                lw.b.build_int_compare(IntPredicate::EQ, lane, lw.ci64(0), "")
+                    .unwrap();
+            lw.if_then("w", lane0, || {
+                let s: BasicValueEnum = if r.acc.is_pred() {
+                    lw.b.build_int_z_extend(v.into_int_value(), lw.i8(), "")
+                        .unwrap()
+                        .into()
+                } else {
+                    v
+                };
+                lw.b.build_store(slot(warp), s).unwrap();
+            });
+            barrier(lw);
+            let warp0 =
+                lw.b.build_int_compare(IntPredicate::EQ, warp, lw.ci64(0), "")
+                    .unwrap();
+            lw.if_then("f", warp0, || {
+                let has =
+                    lw.b.build_int_compare(IntPredicate::ULT, lane, nwarps, "")
+                        .unwrap();
+                let idx =
+                    lw.b.build_select(has, lane, lw.ci64(0), "")
+                        .unwrap()
+                        .into_int_value();
+                let s = lw.b.build_load(slot_ty, slot(idx), "").unwrap();
+                let s: BasicValueEnum = if r.acc.is_pred() {
+                    lw.b.build_int_compare(
+                        IntPredicate::NE,
+                        s.into_int_value(),
+                        lw.i8().const_zero(),
+                        "",
+                    )
+                    .unwrap()
+                    .into()
+                } else {
+                    s
+                };
+                let v =
+                    lw.b.build_select(has, s, lw.identity(r.kind, r.acc), "")
+                        .unwrap();
+                let v = warp_reduce(v);
+                lw.if_then("st", lane0, || {
+                    lw.store_result(j, o, v, compute_type(r.acc))
+                });
+            });
+            barrier(lw);
+        }
+    });
+}
+
+static INIT: std::sync::Once = std::sync::Once::new();
+
+/// A target machine for `arch` (`sm_80`, `sm_90`, ...).
+pub fn target_machine(arch: &str) -> Result<TargetMachine, CodegenError> {
+    INIT.call_once(|| Target::initialize_nvptx(&InitializationConfig::default()));
+    if !arch.starts_with("sm_") || arch[3..].trim_end_matches('a').parse::<u32>().is_err() {
+        return Err(CodegenError::Input(format!(
+            "unknown GPU architecture '{arch}' (expected sm_80, sm_90, ...)"
+        )));
+    }
+    let triple = TargetTriple::create(TRIPLE);
+    let target = Target::from_triple(&triple).map_err(|e| CodegenError::Llvm(e.to_string()))?;
+    target
+        .create_target_machine(
+            &triple,
+            arch,
+            "",
+            OptimizationLevel::Aggressive,
+            RelocMode::Default,
+            CodeModel::Default,
+        )
+        .ok_or_else(|| CodegenError::Llvm(format!("LLVM cannot target NVPTX {arch}")))
+}
+
+/// Where libdevice is: `PJC_LIBDEVICE`, else the project's `.venv` (pip
+/// package `nvidia-cuda-nvcc-cu12`), else a CUDA installation.
+pub fn find_libdevice() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("PJC_LIBDEVICE") {
+        return Some(PathBuf::from(p));
+    }
+    let mut roots = vec![];
+    if let Ok(cwd) = std::env::current_dir() {
+        roots.push(cwd.join(".venv"));
+    }
+    if let Some(dir) = option_env!("CARGO_MANIFEST_DIR") {
+        roots.push(PathBuf::from(dir).join("../../.venv"));
+    }
+    for root in roots {
+        let lib = root.join("lib");
+        let Ok(rd) = std::fs::read_dir(&lib) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e
+                .path()
+                .join("site-packages/nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc");
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    for p in [
+        "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc",
+        "/usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc",
+    ] {
+        if std::path::Path::new(p).is_file() {
+            return Some(PathBuf::from(p));
+        }
+    }
+    None
+}
+
+fn uses_libdevice(m: &Module<'_>) -> bool {
+    m.get_functions()
+        .any(|f| f.count_basic_blocks() == 0 && f.get_name().to_bytes().starts_with(b"__nv_"))
+}
+
+/// Builds, links and optimizes the NVPTX module of `plan`; returns it for
+/// printing or assembling.
+fn build_module<'ctx>(
+    cx: &'ctx Context,
+    plan: &Plan,
+    tm: &TargetMachine,
+) -> Result<Module<'ctx>, CodegenError> {
+    let module = cx.create_module(&plan.name);
+    module.set_triple(&TargetTriple::create(TRIPLE));
+    let layout = tm.get_target_data().get_data_layout();
+    module.set_data_layout(&layout);
+    module.add_basic_value_flag(
+        "nvvm-reflect-ftz",
+        FlagBehavior::Override,
+        cx.i32_type().const_zero(),
+    );
+    let mut kernels = vec![];
+    for step in &plan.steps {
+        if let Step::Kernel(k) = step {
+            kernels.push(build_kernel(cx, &module, k));
+        }
+    }
+    module.verify().map_err(|e| {
+        CodegenError::Llvm(format!(
+            "invalid NVPTX IR for plan @{}: {}",
+            plan.name,
+            e.to_string()
+        ))
+    })?;
+    if uses_libdevice(&module) {
+        let path = find_libdevice().ok_or_else(|| {
+            CodegenError::Environment(
+                "libdevice.10.bc not found (needed for math functions on NVPTX): run scripts/ptxas.sh, which installs the pip package nvidia-cuda-nvcc-cu12 into .venv, or set PJC_LIBDEVICE".into(),
+            )
+        })?;
+        let lib = Module::parse_bitcode_from_path(&path, cx).map_err(|e| {
+            CodegenError::Environment(format!(
+                "cannot read libdevice '{}': {}",
+                path.display(),
+                e.to_string()
+            ))
+        })?;
+        lib.set_triple(&TargetTriple::create(TRIPLE));
+        lib.set_data_layout(&layout);
+        module
+            .link_in_module(lib)
+            .map_err(|e| CodegenError::Llvm(format!("linking libdevice: {}", e.to_string())))?;
+    }
+    // Internalize everything but the kernels, so O3 drops what is unused.
+    for f in module.get_functions() {
+        if f.count_basic_blocks() > 0 && !kernels.contains(&f) {
+            f.set_linkage(Linkage::Internal);
+        }
+    }
+    for g in module.get_globals() {
+        if !g.is_declaration() {
+            g.set_linkage(Linkage::Internal);
+        }
+    }
+    let opts = PassBuilderOptions::create();
+    module
+        .run_passes("default<O3>", tm, opts)
+        .map_err(|e| CodegenError::Llvm(e.to_string()))?;
+    if let Some(f) = module
+        .get_functions()
+        .find(|f| f.count_basic_blocks() == 0 && f.get_intrinsic_id() == 0)
+    {
+        return Err(CodegenError::Llvm(format!(
+            "NVPTX module still calls undefined function {}",
+            f.get_name().to_string_lossy()
+        )));
+    }
+    Ok(module)
+}
+
+/// The PTX of every kernel of `plan` for `arch`, with launch information.
+pub fn compile_ptx(plan: &Plan, arch: &str) -> Result<PtxModule, CodegenError> {
+    let tm = target_machine(arch)?;
+    let cx = Context::create();
+    let module = build_module(&cx, plan, &tm)?;
+    let buf = tm
+        .write_to_memory_buffer(&module, FileType::Assembly)
+        .map_err(|e| CodegenError::Llvm(e.to_string()))?;
+    let ptx = String::from_utf8_lossy(buf.as_slice())
+        .trim_end_matches('\0')
+        .to_string();
+    let kernels = plan
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Kernel(k) => Some(PtxKernel {
+                name: k.name.clone(),
+                points: k.num_elements(),
+                required_block: k.reduce.as_ref().map(|_| REDUCE_BLOCK),
+                buffers: k
+                    .inputs
+                    .iter()
+                    .chain(&k.outputs)
+                    .map(|b| b.buffer)
+                    .collect(),
+            }),
+            _ => None,
+        })
+        .collect();
+    Ok(PtxModule {
+        arch: arch.to_string(),
+        ptx,
+        kernels,
+    })
+}
+
+/// The PTX text of `plan` for `arch` (`pjc compile --emit ptx`).
+pub fn emit_ptx(plan: &Plan, arch: &str) -> Result<String, CodegenError> {
+    Ok(compile_ptx(plan, arch)?.ptx)
+}
+
+/// The optimized NVPTX LLVM IR (after linking libdevice), for inspection.
+pub fn emit_nvptx_llvm(plan: &Plan, arch: &str) -> Result<String, CodegenError> {
+    let tm = target_machine(arch)?;
+    let cx = Context::create();
+    let module = build_module(&cx, plan, &tm)?;
+    Ok(module.print_to_string().to_string())
+}

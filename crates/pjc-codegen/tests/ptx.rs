@@ -1,0 +1,190 @@
+//! Every PTX module the code generator emits — for all numeric cases and all
+//! generated odd-size programs, for sm_80 and sm_90 — is assembled by ptxas
+//! with `-v`: any ptxas error, a kernel that is not an `.entry`, or any
+//! register spill fails the test. ptxas comes from `PJC_PTXAS` or the
+//! project's `.venv` (scripts/ptxas.sh installs it); without it these tests
+//! fail, they never skip.
+
+mod common;
+#[path = "common/gen.rs"]
+mod gen;
+
+use pjc_fusion::plan::{Plan, Step};
+
+fn ptxas() -> std::path::PathBuf {
+    common::ptxas().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Emits and assembles one plan; returns the ptxas numbers per kernel.
+fn check(
+    name: &str,
+    plan: &Plan,
+    arch: &str,
+    ptxas: &std::path::Path,
+) -> Result<Vec<common::PtxasInfo>, String> {
+    let m = pjc_codegen::compile_ptx(plan, arch)
+        .map_err(|e| format!("{name}: emit_ptx {arch}: {e}"))?;
+    let kernels: Vec<&str> = plan
+        .steps
+        .iter()
+        .filter_map(|s| {
+            if let Step::Kernel(k) = s {
+                Some(k.name.as_str())
+            } else {
+                None
+            }
+        })
+        .collect();
+    for k in &kernels {
+        if !m.ptx.contains(&format!(".visible .entry {k}(")) {
+            return Err(format!("{name} {arch}: kernel {k} is not an .entry"));
+        }
+    }
+    if !m.ptx.contains(&format!(".target {arch}")) {
+        return Err(format!("{name}: the PTX does not target {arch}"));
+    }
+    let infos = common::assemble(ptxas, &m.ptx, arch).map_err(|e| format!("{name}: {e}"))?;
+    if infos.len() != kernels.len() {
+        return Err(format!(
+            "{name} {arch}: ptxas reported {} functions for {} kernels",
+            infos.len(),
+            kernels.len()
+        ));
+    }
+    for i in &infos {
+        if i.spill_stores != 0 || i.spill_loads != 0 {
+            return Err(format!(
+                "{name} {arch}: {} spills ({} bytes stores, {} bytes loads)",
+                i.function, i.spill_stores, i.spill_loads
+            ));
+        }
+    }
+    Ok(infos)
+}
+
+fn run_all(plans: &[(String, Plan)], arch: &str) {
+    let ptxas = ptxas();
+    let mut failures = vec![];
+    let mut kernels = 0;
+    let mut max_regs = (0, String::new());
+    for (name, plan) in plans {
+        match check(name, plan, arch, &ptxas) {
+            Ok(infos) => {
+                kernels += infos.len();
+                for i in infos {
+                    if i.registers > max_regs.0 {
+                        max_regs = (i.registers, format!("{name}/{}", i.function));
+                    }
+                }
+            }
+            Err(e) => failures.push(e),
+        }
+    }
+    eprintln!(
+        "{arch}: {} modules, {kernels} kernels assembled; most registers: {} ({})",
+        plans.len(),
+        max_regs.0,
+        max_regs.1
+    );
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+fn numeric_plans() -> Vec<(String, Plan)> {
+    let cases = common::numeric_cases();
+    assert!(cases.len() >= 150, "only {} numeric cases", cases.len());
+    cases.into_iter().map(|c| (c.name, c.plan)).collect()
+}
+
+fn generated_plans() -> Vec<(String, Plan)> {
+    gen::programs()
+        .into_iter()
+        .map(|g| (g.name, common::program(&g.src).1))
+        .collect()
+}
+
+#[test]
+fn ptxas_is_available() {
+    let p = ptxas();
+    let out = std::process::Command::new(&p)
+        .arg("--version")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", p.display()));
+    assert!(out.status.success(), "{} --version failed", p.display());
+}
+
+#[test]
+fn numeric_cases_assemble_for_sm_80() {
+    run_all(&numeric_plans(), "sm_80");
+}
+
+#[test]
+fn numeric_cases_assemble_for_sm_90() {
+    run_all(&numeric_plans(), "sm_90");
+}
+
+#[test]
+fn generated_programs_assemble_for_sm_80() {
+    run_all(&generated_plans(), "sm_80");
+}
+
+#[test]
+fn generated_programs_assemble_for_sm_90() {
+    run_all(&generated_plans(), "sm_90");
+}
+
+/// No FMA contraction and no flush-to-zero in generated arithmetic: a*b+c is
+/// a rounded multiply and a rounded add.
+#[test]
+fn no_fma_contraction_or_ftz() {
+    let (_, plan) = common::program(
+        "func @main(%a: f32[64], %b: f32[64], %c: f32[64]) -> (r: f32[64]) {\n  %m = mul %a, %b\n  %r = add %m, %c\n  return %r\n}\n",
+    );
+    let ptx = pjc_codegen::emit_ptx(&plan, "sm_90").unwrap();
+    assert!(
+        ptx.contains("mul.rn.f32") && ptx.contains("add.rn.f32"),
+        "{ptx}"
+    );
+    assert!(!ptx.contains("fma") && !ptx.contains(".ftz"), "{ptx}");
+    let ir = pjc_codegen::emit_llvm(&plan).unwrap();
+    assert!(
+        !ir.contains("fmuladd") && !ir.contains("llvm.fma") && !ir.contains(" contract "),
+        "{ir}"
+    );
+}
+
+/// Reduction kernels use warp shuffles and shared memory and require 256 threads.
+#[test]
+fn reductions_use_shuffles_and_shared_memory() {
+    let (_, plan) = common::program(
+        "func @main(%x: f32[8,1000]) -> (s: f32[8]) {\n  %s = reduce %x {dims=[1], kind=sum}\n  return %s\n}\n",
+    );
+    let m = pjc_codegen::compile_ptx(&plan, "sm_90").unwrap();
+    assert!(m.ptx.contains("shfl.sync.down.b32"), "{}", m.ptx);
+    assert!(
+        m.ptx.contains(".shared") && m.ptx.contains("bar.sync"),
+        "{}",
+        m.ptx
+    );
+    assert!(m.ptx.contains(".maxntid 256"), "{}", m.ptx);
+    assert_eq!(m.kernels.len(), 1);
+    assert_eq!(m.kernels[0].required_block, Some(256));
+    assert_eq!(m.kernels[0].points, 8);
+    let infos = common::assemble(&ptxas(), &m.ptx, "sm_90").unwrap();
+    eprintln!("f32 row-sum reduction on sm_90: {:?}", infos);
+}
+
+#[test]
+fn unknown_arch_is_an_error() {
+    let (_, plan) =
+        common::program("func @main(%a: f32[4]) -> (r: f32[4]) {\n  %r = neg %a\n  return %r\n}\n");
+    let e = pjc_codegen::emit_ptx(&plan, "gfx90a").unwrap_err();
+    assert!(
+        e.to_string().contains("unknown GPU architecture 'gfx90a'"),
+        "{e}"
+    );
+}
