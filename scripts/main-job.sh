@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The main job: build pjc and run the most complete pipeline that exists today on
-# examples/mlp.pir (check, fmt, eval on generated inputs, and a check of the results
-# against an independent recomputation). Later this becomes compile + mpirun.
+# The main job: build pjc and run the most complete pipeline that exists today:
+# examples/mlp.pir is checked, formatted and evaluated on generated inputs (results
+# checked against an independent recomputation); examples/mlp_train.pir (a training
+# step written with grad) is compiled through sharding, partitioning, kernel planning
+# and LLVM/PTX code generation, and trained for 5 SGD steps in the interpreter.
+# When the executable exists (pjc compile -o), this becomes compile + mpirun.
 #
 # Work files go to $PJC_WORK (default /tmp/pjc-main-job), emptied at the start.
 set -euo pipefail
@@ -60,5 +63,38 @@ ls -l "$WORK/out.safetensors"
 python3 examples/make_inputs.py check "$WORK/inputs" "$WORK/out.safetensors" \
   || die "wrong results in $WORK/out.safetensors"
 
+# ---- training: grad + SGD, compiled view and interpreted steps ------------------------
+TRAIN=examples/mlp_train.pir
+say "pjc explain $TRAIN (the training step written with grad, on 4 data-parallel devices)"
+"$PJC" explain "$TRAIN" >"$WORK/train.explain.txt" || die "pjc explain $TRAIN"
+sed -n '/^collectives inserted/,$p' "$WORK/train.explain.txt"
+# Only the gradients and the loss are all-reduced: 2(n-1)/n x (parameter bytes + 4).
+grep -q "total: 5 collectives, 610626 B per device" "$WORK/train.explain.txt" \
+  || die "unexpected communication for $TRAIN (see $WORK/train.explain.txt)"
+
+say "pjc compile $TRAIN --emit spmd / plan / llvm / ptx (the per-device program and its kernels)"
+"$PJC" compile "$TRAIN" --emit spmd >"$WORK/train.spmd.pir" || die "--emit spmd"
+"$PJC" check "$WORK/train.spmd.pir" || die "the per-device program does not check"
+"$PJC" compile "$TRAIN" --emit plan >"$WORK/train.plan.txt" || die "--emit plan"
+"$PJC" compile "$TRAIN" --emit llvm >"$WORK/train.ll" || die "--emit llvm"
+"$PJC" compile "$TRAIN" --emit ptx --gpu-arch sm_90 >"$WORK/train.ptx" || die "--emit ptx"
+echo "per-device program: $(grep -c ' = ' "$WORK/train.spmd.pir") statements, $(grep -c 'all_reduce' "$WORK/train.spmd.pir") all_reduce"
+echo "kernel plan: $(grep -c '^  kernel' "$WORK/train.plan.txt") fused kernels; $(tail -n 1 "$WORK/train.plan.txt" | sed 's/^ *//')"
+echo "x86-64 LLVM IR: $(grep -c '^define' "$WORK/train.ll") kernel functions; PTX (sm_90): $(grep -c '^.visible .entry' "$WORK/train.ptx") kernels"
+
+say "train 5 SGD steps with pjc eval, feeding the carried parameters back"
+cp "$WORK/inputs/inputs.safetensors" "$WORK/state.safetensors"
+losses=()
+for s in 1 2 3 4 5; do
+  "$PJC" eval "$TRAIN" --inputs "$WORK/inputs/inputs.safetensors" --inputs "$WORK/state.safetensors" \
+    --output "$WORK/step.safetensors" || die "pjc eval $TRAIN (step $s)"
+  mv "$WORK/step.safetensors" "$WORK/state.safetensors"
+  loss=$(python3 -c "import sys; sys.path.insert(0, 'examples'); import make_inputs as m; print('%.6f' % m.read_safetensors(sys.argv[1])['loss'][2][0])" "$WORK/state.safetensors")
+  echo "step $s: loss $loss"
+  losses+=("$loss")
+done
+python3 -c "import sys; l=[float(x) for x in sys.argv[1:]]; sys.exit(0 if all(b < a for a, b in zip(l, l[1:])) else 1)" "${losses[@]}" \
+  || die "the loss did not decrease at every step: ${losses[*]}"
+
 echo
-echo "main-job: OK: check, fmt, and eval of $PROGRAM (results in $WORK)"
+echo "main-job: OK: check, fmt, eval of $PROGRAM; $TRAIN compiled (sharded, partitioned, planned, LLVM/PTX) and trained 5 steps (results in $WORK)"
