@@ -14,8 +14,8 @@ APT_PACKAGES=(
   git ca-certificates        # cargo fetching crates, version info
   python3 python3-venv       # examples/make_inputs.py; later, tools installed in a venv
   llvm-22-dev libpolly-22-dev libzstd-dev zlib1g-dev libffi-dev   # LLVM 22 for code generation (inkwell)
-  # OpenMPI (multi-process runs), when the runtime needs it:
-  # libclang1-22 libclang-common-22-dev libopenmpi-dev openmpi-bin
+  libopenmpi-dev openmpi-bin                    # OpenMPI: the multi-process runtime (pjc-runtime, rsmpi) and mpirun for its tests
+  libclang1-22 libclang-common-22-dev           # libclang for bindgen in rsmpi's mpi-sys build (stddef.h comes from -common)
 )
 MIN_RUST=1.80
 

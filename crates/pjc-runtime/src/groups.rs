@@ -1,0 +1,120 @@
+//! Device groups (spec section 8) and shard blocks (spec section 6) as pure
+//! functions of the mesh, so that every rank computes the same answer without
+//! talking to the others.
+
+use pjc_ir::{Mesh, Sharding};
+
+/// The group of `device` over `axes`: its members in group order (the listed
+/// axes, first listed major), `device`'s position in it, and a color shared
+/// by exactly the members of this group (the device id with the listed axes'
+/// coordinates set to 0), as `MPI_Comm_split` needs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupOf {
+    pub members: Vec<u64>,
+    pub pos: usize,
+    pub color: u64,
+}
+
+/// Computes [`GroupOf`]; `axes` must be axes of `mesh`.
+pub fn group_of(mesh: &Mesh, axes: &[String], device: u64) -> Result<GroupOf, String> {
+    let coords = mesh.coords(device);
+    let mut idx = Vec::with_capacity(axes.len());
+    for a in axes {
+        let i = mesh.axis(a).ok_or_else(|| format!("collective over axis '{a}', which the mesh {mesh} does not have"))?;
+        if idx.contains(&i) {
+            return Err(format!("collective lists axis '{a}' twice"));
+        }
+        idx.push(i);
+    }
+    let n: u64 = idx.iter().map(|&i| mesh.axes[i].size).product();
+    let mut members = Vec::with_capacity(n as usize);
+    let mut pos = 0;
+    for k in 0..n {
+        let mut c = coords.clone();
+        let mut rest = k;
+        for &i in idx.iter().rev() {
+            c[i] = rest % mesh.axes[i].size;
+            rest /= mesh.axes[i].size;
+        }
+        let dev = mesh.device(&c);
+        if dev == device {
+            pos = k as usize;
+        }
+        members.push(dev);
+    }
+    let mut base = coords;
+    for &i in &idx {
+        base[i] = 0;
+    }
+    Ok(GroupOf { members, pos, color: mesh.device(&base) })
+}
+
+/// The block of a global array of shape `global` that `device` holds under
+/// sharding `s` (None: replicated): per dimension, (start, size).
+pub fn shard_block(mesh: &Mesh, s: Option<&Sharding>, global: &[usize], device: u64) -> Vec<(usize, usize)> {
+    let coords = mesh.coords(device);
+    (0..global.len())
+        .map(|d| {
+            let axes: &[String] = s.map_or(&[], |s| s.dim_axes(d));
+            let mut index = 0u64;
+            let mut n = 1u64;
+            for a in axes {
+                if let Some(ai) = mesh.axis(a) {
+                    index = index * mesh.axes[ai].size + coords[ai];
+                    n *= mesh.axes[ai].size;
+                }
+            }
+            let size = global[d] / n as usize;
+            (index as usize * size, size)
+        })
+        .collect()
+}
+
+/// Whether `device` is the first holder of its block under `s`: its
+/// coordinates on every axis the sharding does not use are 0. Assembling a
+/// global array from these devices' blocks covers it exactly once.
+pub fn is_block_owner(mesh: &Mesh, s: Option<&Sharding>, device: u64) -> bool {
+    let coords = mesh.coords(device);
+    mesh.axes.iter().enumerate().all(|(i, a)| coords[i] == 0 || s.is_some_and(|s| s.axes().any(|x| x == a.name)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pjc_ir::{MeshAxis, Span};
+
+    fn mesh(axes: &[(&str, u64)]) -> Mesh {
+        Mesh { axes: axes.iter().map(|(n, s)| MeshAxis { name: n.to_string(), size: *s, span: Span::NONE }).collect() }
+    }
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn groups_follow_the_listed_axis_order() {
+        let m = mesh(&[("a", 2), ("b", 3)]);
+        // device 4 = (a=1, b=1)
+        let g = group_of(&m, &s(&["b"]), 4).unwrap();
+        assert_eq!((g.members, g.pos, g.color), (vec![3, 4, 5], 1, 3));
+        let g = group_of(&m, &s(&["a"]), 4).unwrap();
+        assert_eq!((g.members, g.pos, g.color), (vec![1, 4], 1, 1));
+        let g = group_of(&m, &s(&["a", "b"]), 4).unwrap();
+        assert_eq!((g.members, g.pos, g.color), (vec![0, 1, 2, 3, 4, 5], 4, 0));
+        // b major: order (b=0,a=0),(b=0,a=1),(b=1,a=0),... = 0,3,1,4,2,5.
+        let g = group_of(&m, &s(&["b", "a"]), 4).unwrap();
+        assert_eq!((g.members, g.pos, g.color), (vec![0, 3, 1, 4, 2, 5], 3, 0));
+        assert!(group_of(&m, &s(&["c"]), 0).is_err());
+    }
+
+    #[test]
+    fn blocks_and_owners() {
+        let m = mesh(&[("data", 2), ("model", 2)]);
+        let sh = Sharding { dims: vec![pjc_ir::DimSharding::Axes(s(&["model"])), pjc_ir::DimSharding::Replicated] };
+        assert_eq!(shard_block(&m, Some(&sh), &[8, 3], 3), vec![(4, 4), (0, 3)]);
+        assert_eq!(shard_block(&m, None, &[8, 3], 3), vec![(0, 8), (0, 3)]);
+        let owners: Vec<u64> = (0..4).filter(|&d| is_block_owner(&m, Some(&sh), d)).collect();
+        assert_eq!(owners, vec![0, 1]);
+        let owners: Vec<u64> = (0..4).filter(|&d| is_block_owner(&m, None, d)).collect();
+        assert_eq!(owners, vec![0]);
+    }
+}

@@ -1,0 +1,107 @@
+//! The pjc CPU multi-process runtime: one process per mesh device (rank r is
+//! device r, row-major over the mesh axes), MPI (OpenMPI through rsmpi) for
+//! the collectives, JIT-compiled kernels for the per-device plan.
+//!
+//! - [`world`]: MPI start-up ([`World`]), rank/size, the process-count check.
+//! - [`groups`]: device groups and shard blocks as pure functions of the mesh.
+//! - [`collectives`]: one communicator per group of every axis list a plan
+//!   uses, built up front; the five collectives and `axis_index`
+//!   ([`MpiCollectives`], also a `pjc_fusion::exec::Collectives`), with
+//!   fixed-order (bitwise reproducible) reductions.
+//! - [`pack`]: byte packing for non-leading dimensions and shard blocks.
+//! - [`exec`]: running a plan's steps with JIT kernels or reference kernels.
+//! - [`driver`]: the whole run: load, lower, read and shard inputs, execute,
+//!   gather and write outputs (what `pjc-spmd-run` and, later, a compiled
+//!   executable do).
+
+pub mod collectives;
+pub mod driver;
+pub mod exec;
+pub mod groups;
+pub mod pack;
+pub mod world;
+
+pub use collectives::MpiCollectives;
+pub use driver::{run, Options};
+pub use world::World;
+
+/// Why a run failed, and its exit code (spec section 10).
+#[derive(Clone, Debug)]
+pub enum RuntimeError {
+    /// The PIR program is invalid: rendered diagnostics (exit 1).
+    Program(String),
+    /// The environment or the inputs (exit 2).
+    Env(String),
+    /// A bug in pjc, reported rather than panicking (exit 2).
+    Internal(String),
+    /// Another rank failed first; it reports the error (exit with its code).
+    Elsewhere { rank: usize, code: i32 },
+    /// A failure during execution, when other ranks may be waiting inside a
+    /// collective: the job must be aborted rather than finalized.
+    Fatal(Box<RuntimeError>),
+}
+
+impl RuntimeError {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            RuntimeError::Program(_) => 1,
+            RuntimeError::Env(_) | RuntimeError::Internal(_) => 2,
+            RuntimeError::Elsewhere { code, .. } => *code,
+            RuntimeError::Fatal(e) => e.exit_code(),
+        }
+    }
+}
+
+impl std::fmt::Display for RuntimeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RuntimeError::Program(m) | RuntimeError::Env(m) => f.write_str(m),
+            RuntimeError::Internal(m) => write!(f, "internal error: {m}"),
+            RuntimeError::Elsewhere { rank, .. } => write!(f, "rank {rank} failed"),
+            RuntimeError::Fatal(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for RuntimeError {}
+
+/// Runs `opts` on a fresh [`World`] and turns the outcome into an exit code,
+/// printing errors once (by the rank that failed first; `error: rank R: ...`
+/// when that is not rank 0). Never panics on bad inputs or environments.
+pub fn main_with(opts: &Options) -> std::process::ExitCode {
+    let world = match World::init() {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let rank = world.rank();
+    let report = |e: &RuntimeError| {
+        let prefix = if rank == 0 { String::new() } else { format!("rank {rank}: ") };
+        match e {
+            RuntimeError::Program(text) => eprint!("{text}"),
+            RuntimeError::Elsewhere { .. } => {}
+            other => eprintln!("error: {prefix}{other}"),
+        }
+    };
+    match run(&world, opts) {
+        Ok(()) => {
+            drop(world);
+            std::process::ExitCode::SUCCESS
+        }
+        Err(RuntimeError::Fatal(e)) => {
+            report(&e);
+            if world.size() > 1 {
+                world.abort(e.exit_code());
+            }
+            std::process::ExitCode::from(e.exit_code() as u8)
+        }
+        Err(e) => {
+            report(&e);
+            let code = e.exit_code();
+            drop(world);
+            std::process::ExitCode::from(code as u8)
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! The process world: MPI when the program was launched by `mpirun` (or any
+//! launcher that sets OpenMPI's or PMIx's rank variables), a single process
+//! without MPI otherwise. Rank r is mesh device r (row-major over the axes).
+
+use crate::RuntimeError;
+use mpi::topology::{Communicator, SimpleCommunicator};
+use mpi::traits::*;
+
+/// The processes of one run.
+pub struct World {
+    rank: usize,
+    size: usize,
+    /// Processes on this node (for picking a thread count or a GPU).
+    local_size: usize,
+    mpi: Option<Mpi>,
+}
+
+/// The MPI state; the world communicator is dropped before the universe
+/// (which finalizes MPI) by field order.
+pub(crate) struct Mpi {
+    pub(crate) world: SimpleCommunicator,
+    _universe: mpi::environment::Universe,
+}
+
+/// Whether a launcher started this process as one rank of a job.
+pub fn launched_by_mpirun() -> bool {
+    ["OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"].iter().any(|v| std::env::var_os(v).is_some())
+}
+
+impl World {
+    /// Starts MPI when launched by `mpirun`, otherwise a one-process world.
+    /// `PJC_NO_MPI=1` forces the one-process world.
+    pub fn init() -> Result<World, RuntimeError> {
+        let local_size = std::env::var("OMPI_COMM_WORLD_LOCAL_SIZE").ok().and_then(|s| s.parse().ok()).unwrap_or(1usize).max(1);
+        if !launched_by_mpirun() || std::env::var_os("PJC_NO_MPI").is_some() {
+            return Ok(World::single());
+        }
+        // Only the main thread calls MPI; kernel threads never do.
+        let (universe, _) = mpi::initialize_with_threading(mpi::Threading::Funneled)
+            .ok_or_else(|| RuntimeError::Env("MPI was already initialized in this process".into()))?;
+        let world = universe.world();
+        let (rank, size) = (world.rank() as usize, world.size() as usize);
+        Ok(World { rank, size, local_size, mpi: Some(Mpi { world, _universe: universe }) })
+    }
+
+    /// A world of one process, without MPI.
+    pub fn single() -> World {
+        World { rank: 0, size: 1, local_size: 1, mpi: None }
+    }
+
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+    pub fn size(&self) -> usize {
+        self.size
+    }
+    /// Processes of this job on this node.
+    pub fn local_size(&self) -> usize {
+        self.local_size
+    }
+    pub fn is_mpi(&self) -> bool {
+        self.mpi.is_some()
+    }
+    pub(crate) fn comm(&self) -> Option<&SimpleCommunicator> {
+        self.mpi.as_ref().map(|m| &m.world)
+    }
+
+    /// Checks that there is one process per mesh device (a clear error naming
+    /// both numbers, not a hang or a panic).
+    pub fn check_device_count(&self, mesh: &pjc_ir::Mesh) -> Result<(), RuntimeError> {
+        let devices = mesh.device_count();
+        if devices == self.size as u64 {
+            return Ok(());
+        }
+        let mesh_text = if mesh.axes.is_empty() { "no mesh (one device)".to_string() } else { mesh.to_string() };
+        let how = if devices == 1 { "run it without mpirun or with mpirun -np 1".to_string() } else { format!("launch it with mpirun -np {devices}") };
+        Err(RuntimeError::Env(format!(
+            "the program's {mesh_text} has {devices} device{}, but {} process{} started; {how}",
+            if devices == 1 { "" } else { "s" },
+            self.size,
+            if self.size == 1 { " was" } else { "es were" },
+        )))
+    }
+
+    /// Threads each process's kernels may use: `PJC_THREADS`, or the cores
+    /// shared among this node's processes.
+    pub fn kernel_threads(&self) -> usize {
+        if let Some(t) = std::env::var("PJC_THREADS").ok().and_then(|s| s.parse::<usize>().ok()) {
+            return t.max(1);
+        }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        (cores / self.local_size).max(1)
+    }
+
+    /// Waits for every process (no-op without MPI).
+    pub fn barrier(&self) {
+        if let Some(c) = self.comm() {
+            c.barrier();
+        }
+    }
+
+    /// Ends every process of the job at once with `code` (for failures that
+    /// only some ranks see, where waiting for the others would hang).
+    pub fn abort(&self, code: i32) -> ! {
+        match self.comm() {
+            Some(c) => c.abort(code),
+            None => std::process::exit(code),
+        }
+    }
+
+    /// Rank 0 gets every rank's `bytes` (all of the same length), in rank
+    /// order; other ranks get None.
+    pub fn gather_to_root(&self, bytes: &[u8]) -> Result<Option<Vec<Vec<u8>>>, RuntimeError> {
+        let Some(c) = self.comm() else { return Ok(Some(vec![bytes.to_vec()])) };
+        crate::collectives::check_count(bytes.len() * self.size)?;
+        let root = c.process_at_rank(0);
+        if self.rank == 0 {
+            let mut all = vec![0u8; bytes.len() * self.size];
+            root.gather_into_root(bytes, &mut all[..]);
+            Ok(Some(if bytes.is_empty() { vec![vec![]; self.size] } else { all.chunks(bytes.len()).map(|c| c.to_vec()).collect() }))
+        } else {
+            root.gather_into(bytes);
+            Ok(None)
+        }
+    }
+
+    /// Every rank's `code`, in rank order (so that all take the same path
+    /// after a phase that might fail on some ranks only).
+    pub fn all_codes(&self, code: u8) -> Vec<u8> {
+        let Some(c) = self.comm() else { return vec![code] };
+        let mine = [code];
+        let mut all = vec![0u8; self.size];
+        c.all_gather_into(&mine[..], &mut all[..]);
+        all
+    }
+}

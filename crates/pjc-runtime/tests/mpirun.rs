@@ -1,0 +1,502 @@
+//! Real multi-process runs: `mpirun --oversubscribe -np N pjc-spmd-run ...` on
+//! a curated set of programs (every collective kind, also along non-leading
+//! dimensions and over multi-axis groups in both axis orders; a Megatron MLP
+//! on [data, model]; a data-parallel training step through `grad`; every
+//! program of tests/partition) for N = 1, 2, 4 where the mesh allows (mesh
+//! sizes changed with `--mesh`, or written into generated programs). Every
+//! output is compared with `pjc_interp::eval` of the global program (spec
+//! tolerances; the pure-collective programs bit for bit), a second run with
+//! the same N must give bitwise identical outputs, and a wrong process count
+//! must fail with exit code 2 and a message naming both numbers, not hang.
+//!
+//! Needs OpenMPI's `mpirun` (scripts/setup.sh installs `openmpi-bin`); without
+//! it these tests fail with a message saying so.
+
+use pjc_ir::{DType, FuncKind, Module};
+use pjc_tensor::{Buf, Tensor};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Seconds one mpirun may take before the test calls it a hang.
+const TIMEOUT_S: u32 = 120;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn mpirun() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        let p = dir.join("mpirun");
+        if p.is_file() {
+            return p;
+        }
+    }
+    panic!(
+        "mpirun not found on PATH: these tests launch real MPI jobs and need OpenMPI \
+         (run scripts/setup.sh, which installs libopenmpi-dev and openmpi-bin, or \
+         `apt-get install libopenmpi-dev openmpi-bin`)"
+    );
+}
+
+fn scratch() -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let d = std::env::temp_dir().join(format!("pjc-runtime-mpirun-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Runs `cmd` (with its arguments) under `timeout`, as root-safe OpenMPI wants.
+fn launch(np: Option<usize>, args: &[String]) -> Output {
+    let bin = env!("CARGO_BIN_EXE_pjc-spmd-run");
+    let mut c = Command::new("timeout");
+    c.args(["--signal=TERM", "--kill-after=10", &TIMEOUT_S.to_string()]);
+    if let Some(n) = np {
+        c.arg(mpirun()).args(["--oversubscribe", "-np", &n.to_string()]);
+    }
+    c.arg(bin).args(args);
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        // Shared memory only: no network probing in containers.
+        .env("OMPI_MCA_btl", "self,vader")
+        .env("OMPI_MCA_pml", "ob1")
+        .env("RUST_BACKTRACE", "0");
+    let out = c.output().expect("cannot start `timeout` (coreutils)");
+    assert_ne!(out.status.code(), Some(124), "mpirun -np {np:?} {args:?} did not finish within {TIMEOUT_S} s (hang)");
+    out
+}
+
+/// Deterministic pseudo-random inputs of any dtype (xorshift).
+fn random(ty: &pjc_ir::TensorType, seed: &mut u64) -> Tensor {
+    let n = ty.num_elements() as usize;
+    let mut next = || {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        *seed
+    };
+    let shape: Vec<usize> = ty.shape.iter().map(|&d| d as usize).collect();
+    let data = if ty.dtype.is_float() {
+        let v: Vec<f64> = (0..n).map(|_| (next() % 4001) as f64 / 1000.0 - 2.0).collect();
+        Buf::from_f64(ty.dtype, &v)
+    } else if ty.dtype.is_int() {
+        let v: Vec<i128> = (0..n)
+            .map(|_| if ty.dtype.is_signed_int() { (next() % 11) as i128 - 5 } else { (next() % 251) as i128 })
+            .collect();
+        Buf::from_i128(ty.dtype, &v)
+    } else {
+        Buf::Pred((0..n).map(|_| next() % 3 != 0).collect())
+    };
+    Tensor::new(shape, data)
+}
+
+/// Spec section 11's tolerance (`exact`: bit for bit, NaN included).
+fn close(want: &Tensor, got: &Tensor, exact: bool) -> Result<(), String> {
+    if want.shape != got.shape || want.dtype() != got.dtype() {
+        return Err(format!("expected {}{:?}, got {}{:?}", want.dtype(), want.shape, got.dtype(), got.shape));
+    }
+    if exact {
+        return if pjc_tensor::buf_to_le_bytes(&want.data) == pjc_tensor::buf_to_le_bytes(&got.data) {
+            Ok(())
+        } else {
+            Err(format!("not bitwise equal:\n  want {:?}\n  got  {:?}", want.data, got.data))
+        };
+    }
+    match (want.data.lanes(), got.data.lanes()) {
+        (pjc_tensor::Lanes::F(x), pjc_tensor::Lanes::F(y)) => {
+            let rtol = match want.dtype() {
+                DType::F64 => 1e-12,
+                DType::F32 => 1e-4,
+                _ => 1e-2,
+            };
+            let m = x.iter().fold(0f64, |m, v| m.max(v.abs()));
+            for (i, (p, q)) in x.iter().zip(&y).enumerate() {
+                let ok = (p.is_nan() && q.is_nan()) || p == q || (p - q).abs() <= rtol * m + rtol * p.abs();
+                if !ok {
+                    return Err(format!("element {i}: expected {p}, got {q}"));
+                }
+            }
+            Ok(())
+        }
+        (x, y) if x == y => Ok(()),
+        _ => Err(format!("integer/pred results differ:\n  want {:?}\n  got  {:?}", want.data, got.data)),
+    }
+}
+
+/// A program to run: its text and the mesh sizes to run it with.
+struct Case {
+    name: String,
+    src: String,
+    /// `--mesh` override (None: the module's own mesh).
+    mesh: Option<Vec<u64>>,
+    /// Compare bit for bit with the interpreter.
+    exact: bool,
+}
+
+/// The module as the run sees it (mesh override applied, transforms expanded).
+fn module_of(case: &Case) -> Result<Module, String> {
+    let mut m = pjc_front::parse(&case.src).map_err(|d| pjc_front::render(&case.name, &case.src, &d))?;
+    if let (Some(sizes), Some(mesh)) = (&case.mesh, &mut m.mesh) {
+        for (a, &s) in mesh.axes.iter_mut().zip(sizes) {
+            a.size = s;
+        }
+    }
+    pjc_front::verify(&mut m).map_err(|d| pjc_front::render(&case.name, &case.src, &d))?;
+    pjc_transforms::expand(&mut m).map_err(|e| e.msg)?;
+    Ok(m)
+}
+
+/// Runs `case` on N = its device count processes (twice when `twice`), checks
+/// against the interpreter and, when run twice, bitwise reproducibility.
+fn run_case(case: &Case, twice: bool) -> Result<(), String> {
+    let m = module_of(case)?;
+    let entry = m.func_by_name("main").ok_or("no @main")?;
+    let f = &m.funcs[entry];
+    let mesh = m.mesh_or_single();
+    let n = mesh.device_count() as usize;
+    let mut seed = 0x9e3779b97f4a7c15u64 ^ (case.name.len() as u64).wrapping_mul(0x2545F4914F6CDD1D);
+    let args: Vec<Tensor> = (0..f.params.len())
+        .map(|i| {
+            let v = &f.values[f.params[i]];
+            let ty = match f.kind {
+                FuncKind::Spmd => pjc_ir::infer::global_type(&v.ty, v.sharding.as_ref(), &mesh),
+                FuncKind::Global => v.ty.clone(),
+            };
+            random(&ty, &mut seed)
+        })
+        .collect();
+    let want = pjc_interp::eval(&m, entry, args.clone()).map_err(|e| format!("interpreter: {e}"))?;
+    let dir = scratch();
+    let prog = dir.join("prog.pir");
+    std::fs::write(&prog, &case.src).unwrap();
+    let inputs = dir.join("in.safetensors");
+    let named: Vec<(String, Tensor)> = (0..f.params.len()).map(|i| (f.param_name(i).to_string(), args[i].clone())).collect();
+    pjc_tensor::write_safetensors(&inputs, &named).unwrap();
+    let mut outs = vec![];
+    for k in 0..if twice { 2 } else { 1 } {
+        let out = dir.join(format!("out{k}.safetensors"));
+        let mut a = vec![prog.display().to_string(), "--inputs".into(), inputs.display().to_string(), "--output".into(), out.display().to_string()];
+        if let Some(sizes) = &case.mesh {
+            let spec: Vec<String> = mesh.axes.iter().zip(sizes).map(|(ax, s)| format!("{}={s}", ax.name)).collect();
+            a.push("--mesh".into());
+            a.push(spec.join(","));
+        }
+        let o = launch(Some(n), &a);
+        if !o.status.success() {
+            return Err(format!("mpirun -np {n} exited with {:?}:\n{}", o.status.code(), String::from_utf8_lossy(&o.stderr)));
+        }
+        let got = pjc_tensor::read_safetensors(&out).map_err(|e| e.to_string())?;
+        for (i, w) in want.iter().enumerate() {
+            let name = f.result_name(i);
+            let g = got.iter().find(|(x, _)| *x == name).ok_or_else(|| format!("output '{name}' missing"))?;
+            close(w, &g.1, case.exact).map_err(|e| format!("-np {n}, result '{name}': {e}"))?;
+        }
+        outs.push(got);
+    }
+    if twice {
+        let bits = |o: &Vec<(String, Tensor)>| -> Vec<(String, Vec<u8>)> {
+            o.iter().map(|(k, t)| (k.clone(), pjc_tensor::buf_to_le_bytes(&t.data))).collect()
+        };
+        if bits(&outs[0]) != bits(&outs[1]) {
+            return Err(format!("-np {n}: two runs gave different bits"));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+fn run_all(cases: &[Case], twice_at_most_devices: bool) {
+    let most = cases.iter().map(|c| module_of(c).map(|m| m.mesh_or_single().device_count()).unwrap_or(0)).max().unwrap_or(0);
+    let mut failures = vec![];
+    for c in cases {
+        let n = module_of(c).map(|m| m.mesh_or_single().device_count()).unwrap_or(0);
+        let twice = twice_at_most_devices && n == most;
+        if let Err(e) = run_case(c, twice) {
+            failures.push(format!("{} (mesh {:?}): {e}", c.name, c.mesh));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} runs failed:\n\n{}", failures.len(), cases.len(), failures.join("\n\n"));
+}
+
+/// Every mesh-size tuple with product 1, 2 or 4 whose sizes divide the original ones.
+fn mesh_variants(sizes: &[u64]) -> Vec<Vec<u64>> {
+    let mut out = vec![];
+    let mut cur = vec![1u64; sizes.len()];
+    fn rec(i: usize, sizes: &[u64], cur: &mut Vec<u64>, out: &mut Vec<Vec<u64>>) {
+        if i == sizes.len() {
+            if [1, 2, 4].contains(&cur.iter().product::<u64>()) {
+                out.push(cur.clone());
+            }
+            return;
+        }
+        for s in 1..=sizes[i] {
+            if sizes[i] % s == 0 {
+                cur[i] = s;
+                rec(i + 1, sizes, cur, out);
+            }
+        }
+        cur[i] = 1;
+    }
+    rec(0, sizes, &mut cur, &mut out);
+    out
+}
+
+/// Cases of one `func` program over the mesh variants that verify.
+fn variants(name: &str, src: &str) -> Vec<Case> {
+    let m = pjc_front::load(src).unwrap_or_else(|d| panic!("{}", pjc_front::render(name, src, &d)));
+    let sizes: Vec<u64> = m.mesh_or_single().axes.iter().map(|a| a.size).collect();
+    let mut cases = vec![];
+    for v in mesh_variants(&sizes) {
+        let c = Case { name: format!("{name} {v:?}"), src: src.to_string(), mesh: Some(v), exact: false };
+        if module_of(&c).is_ok() {
+            cases.push(c);
+        }
+    }
+    assert!(!cases.is_empty(), "{name}: no mesh with 1, 2 or 4 devices verifies");
+    cases
+}
+
+// ---- the programs -------------------------------------------------------------------
+
+/// all_reduce of every kind over many dtypes on [x=N] (element counts not
+/// divisible by N, to exercise the padded fixed-order reduction).
+fn reductions(n: u64) -> String {
+    format!(
+        "mesh [x={n}]
+
+spmd func @main(%a: f32[7,13] on [x, _], %b: i32[4] on [x], %c: bf16[2,3] on [_, x], %d: f16[6] on [x], %e: pred[5] on [x], %u: u8[4] on [x], %f: f64[3] on [x], %g: i64[2,2] on [x, _]) -> (sa: f32[7,13], pb: i32[4], mc: bf16[2,3], nd: f16[6], se: pred[5], ne: pred[5], su: u8[4], sf: f64[3], pg: i64[2,2], ma: f32[7,13], nb: i32[4], sd: f16[6], sc: bf16[2,3]) {{
+  %sa = all_reduce %a {{axes=[x], kind=sum}}
+  %pb = all_reduce %b {{axes=[x], kind=prod}}
+  %mc = all_reduce %c {{axes=[x], kind=max}}
+  %nd = all_reduce %d {{axes=[x], kind=min}}
+  %se = all_reduce %e {{axes=[x], kind=sum}}
+  %ne = all_reduce %e {{axes=[x], kind=min}}
+  %su = all_reduce %u {{axes=[x], kind=sum}}
+  %sf = all_reduce %f {{axes=[x], kind=sum}}
+  %pg = all_reduce %g {{axes=[x], kind=prod}}
+  %ma = all_reduce %a {{axes=[x], kind=max}}
+  %nb = all_reduce %b {{axes=[x], kind=min}}
+  %sd = all_reduce %d {{axes=[x], kind=sum}}
+  %sc = all_reduce %c {{axes=[x], kind=sum}}
+  return %sa, %pb, %mc, %nd, %se, %ne, %su, %sf, %pg, %ma, %nb, %sd, %sc
+}}
+"
+    )
+}
+
+/// all_gather, reduce_scatter, all_to_all, collective_permute and axis_index
+/// on [a=A, b=B], along leading and non-leading dims, over one axis and over
+/// both axes in both orders.
+fn collectives(a: u64, b: u64) -> String {
+    let ab = a * b;
+    format!(
+        "mesh [a={a}, b={b}]
+
+spmd func @main(%x: f32[4,6] on [a, b], %y: f32[3,{y1}] on [b, _], %z: bf16[2,{z1}] on [a, b], %w: i16[{w0},3,2] on [_, _, a], %p: pred[2,2] on [a, b], %q: i32[{q0},2] on [b, _], %u: u8[3,{u1}] on [a, _]) -> (g1: f32[4,{g1}] on [a, _], g2: f32[{g2},6] on [_, b], g3: f32[4,{g3}], g4: f32[{g4},6], rs1: f32[3,{rs1}] on [b, a], rs2: i32[4,2] on [(b, a), _], rs3: u8[3,2] on [a, b], t1: bf16[{t1},4] on [a, b], t2: i16[2,3,{t2}] on [_, _, a], t3: u8[3,{u1}] on [a, b], t4: f32[{t4a},{t4b}] on [a, b], c1: f32[4,6] on [a, b], c2: pred[2,2] on [a, b], c3: i32[{q0},2] on [(a, b), _], c4: u8[3,{u1}] on [a, b], ia: i32[1] on [a], ib: i32[1] on [b]) {{
+  %g1 = all_gather %x {{axes=[b], dim=1}}
+  %g2 = all_gather %x {{axes=[a], dim=0}}
+  %g3 = all_gather %x {{axes=[b, a], dim=1}}
+  %g4 = all_gather %x {{axes=[a, b], dim=0}}
+  %rs1 = reduce_scatter %y {{axes=[a], dim=1, kind=sum}}
+  %rs2 = reduce_scatter %q {{axes=[a], dim=0, kind=max}}
+  %rs3 = reduce_scatter %u {{axes=[b, a], dim=1, kind=sum}}
+  %t1 = all_to_all %z {{axes=[b], split_dim=1, concat_dim=0}}
+  %t2 = all_to_all %w {{axes=[a], split_dim=0, concat_dim=2}}
+  %t3 = all_to_all %u {{axes=[b, a], split_dim=1, concat_dim=1}}
+  %t4 = all_to_all %y {{axes=[a], split_dim=1, concat_dim=0}}
+  %c1 = collective_permute %x {{axes=[a], shift=1}}
+  %c2 = collective_permute %p {{axes=[b], shift=-1}}
+  %c3 = collective_permute %q {{axes=[a, b], shift=3}}
+  %c4 = collective_permute %u {{axes=[b, a], shift=1}}
+  %ia0 = axis_index {{axis=a}} : i32[]
+  %ia = broadcast %ia0 : i32[1]
+  %ib0 = axis_index {{axis=b}} : i32[]
+  %ib = broadcast %ib0 : i32[1]
+  return %g1, %g2, %g3, %g4, %rs1, %rs2, %rs3, %t1, %t2, %t3, %t4, %c1, %c2, %c3, %c4, %ia, %ib
+}}
+",
+        y1 = 4 * ab,
+        z1 = 4 * b,
+        w0 = 2 * a,
+        q0 = 4 * a,
+        u1 = 2 * ab,
+        g1 = 6 * b,
+        g2 = 4 * a,
+        g3 = 6 * ab,
+        g4 = 4 * ab,
+        rs1 = 4 * b,
+        t1 = 2 * b,
+        t2 = 2 * a,
+        t4a = 3 * a,
+        t4b = 4 * b,
+    )
+}
+
+const MEGATRON: &str = "// Megatron-style MLP: column-parallel then row-parallel over model, batch over data.
+mesh [data=2, model=2]
+
+func @main(%x: f32[8,16] on [data, _], %w1: f32[16,32] on [_, model], %b1: f32[32] on [model], %w2: f32[32,16] on [model, _]) -> (y: f32[8,16] on [data, _]) {
+  %h = dot_general %x, %w1 {lhs_contract=[1], rhs_contract=[0]} : f32[8,32]
+  %bb = broadcast %b1 {dims=[1]} : f32[8,32]
+  %s = add %h, %bb
+  %z = constant 0.0 : f32[8,32]
+  %a = max %s, %z
+  %y = dot_general %a, %w2 {lhs_contract=[1], rhs_contract=[0]} : f32[8,16]
+  return %y
+}
+";
+
+const DP_GRAD: &str = "// One data-parallel SGD step through grad: the batch is split over data.
+mesh [data=4]
+
+func @loss(%w: f32[6,3], %b: f32[3], %x: f32[16,6] on [data, _], %y: f32[16,3] on [data, _]) -> (l: f32[]) {
+  %h = dot_general %x, %w {lhs_contract=[1], rhs_contract=[0]} : f32[16,3]
+  %bb = broadcast %b {dims=[1]} : f32[16,3]
+  %o = add %h, %bb
+  %t = tanh %o
+  %d = sub %t, %y
+  %d2 = mul %d, %d
+  %l = reduce %d2 {dims=[0,1], kind=sum} : f32[]
+  return %l
+}
+
+func @main(%w: f32[6,3], %b: f32[3], %x: f32[16,6] on [data, _], %y: f32[16,3] on [data, _]) -> (loss: f32[], w: f32[6,3], b: f32[3]) {
+  %l, %gw, %gb = grad @loss(%w, %b, %x, %y) {wrt=[0,1]} : (f32[], f32[6,3], f32[3])
+  %lw = constant 0.05 : f32[6,3]
+  %uw = mul %gw, %lw
+  %w2 = sub %w, %uw
+  %lb = constant 0.05 : f32[3]
+  %ub = mul %gb, %lb
+  %b2 = sub %b, %ub
+  return %l, %w2, %b2
+}
+";
+
+// ---- the tests ----------------------------------------------------------------------
+
+#[test]
+fn every_collective_kind_matches_the_interpreter_bit_for_bit() {
+    let mut cases = vec![];
+    for n in [1, 2, 4] {
+        cases.push(Case { name: format!("reductions x={n}"), src: reductions(n), mesh: None, exact: true });
+    }
+    for (a, b) in [(1, 1), (2, 1), (1, 2), (2, 2)] {
+        cases.push(Case { name: format!("collectives a={a} b={b}"), src: collectives(a, b), mesh: None, exact: true });
+    }
+    run_all(&cases, true);
+}
+
+#[test]
+fn reference_kernels_and_single_process_runs_agree() {
+    // The same program through pjc_fusion::exec::execute (reference kernels),
+    // and a one-device program without mpirun at all.
+    let src = collectives(2, 2);
+    let dir = scratch();
+    let prog = dir.join("c.pir");
+    std::fs::write(&prog, &src).unwrap();
+    let m = pjc_front::load(&src).unwrap();
+    let f = &m.funcs[m.func_by_name("main").unwrap()];
+    let mesh = m.mesh_or_single();
+    let mut seed = 7u64;
+    let named: Vec<(String, Tensor)> = (0..f.params.len())
+        .map(|i| {
+            let v = &f.values[f.params[i]];
+            (f.param_name(i).to_string(), random(&pjc_ir::infer::global_type(&v.ty, v.sharding.as_ref(), &mesh), &mut seed))
+        })
+        .collect();
+    let inputs = dir.join("in.safetensors");
+    pjc_tensor::write_safetensors(&inputs, &named).unwrap();
+    let run = |extra: &[&str], out: &str, np: Option<usize>, file: &Path| {
+        let mut a = vec![file.display().to_string(), "--inputs".into(), inputs.display().to_string(), "--output".into(), dir.join(out).display().to_string()];
+        a.extend(extra.iter().map(|s| s.to_string()));
+        let o = launch(np, &a);
+        assert!(o.status.success(), "{extra:?}: {}", String::from_utf8_lossy(&o.stderr));
+        pjc_tensor::read_safetensors(&dir.join(out)).unwrap()
+    };
+    let jit = run(&[], "jit.safetensors", Some(4), &prog);
+    let reference = run(&["--reference"], "ref.safetensors", Some(4), &prog);
+    assert_eq!(jit, reference, "JIT and reference kernels differ");
+    // One device, no MPI: the Megatron MLP on [1, 1], compared with the interpreter.
+    let mp = dir.join("mlp.pir");
+    std::fs::write(&mp, MEGATRON).unwrap();
+    let mut mm = pjc_front::parse(MEGATRON).unwrap();
+    for a in &mut mm.mesh.as_mut().unwrap().axes {
+        a.size = 1;
+    }
+    pjc_front::verify(&mut mm).unwrap();
+    let fm = &mm.funcs[mm.func_by_name("main").unwrap()];
+    let args: Vec<Tensor> = fm.params.iter().map(|&p| random(fm.ty(p), &mut seed)).collect();
+    let named: Vec<(String, Tensor)> = (0..args.len()).map(|i| (fm.param_name(i).to_string(), args[i].clone())).collect();
+    pjc_tensor::write_safetensors(&inputs, &named).unwrap();
+    let want = pjc_interp::eval(&mm, mm.func_by_name("main").unwrap(), args).unwrap();
+    let got = run(&["--mesh", "data=1,model=1"], "single.safetensors", None, &mp);
+    close(&want[0], &got[0].1, false).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn megatron_mlp_and_data_parallel_grad_step() {
+    let mut cases = variants("megatron", MEGATRON);
+    cases.extend(variants("dp_grad", DP_GRAD));
+    run_all(&cases, true);
+}
+
+#[test]
+fn partition_test_programs() {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join("tests/partition"))
+        .expect("tests/partition")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pir"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 5, "tests/partition has only {} programs", files.len());
+    let mut cases = vec![];
+    for f in &files {
+        let src = std::fs::read_to_string(f).unwrap();
+        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        let vs = variants(&name, &src);
+        // Reproducibility at the largest N of each program.
+        let most = vs.iter().map(|c| c.mesh.as_ref().unwrap().iter().product::<u64>()).max().unwrap();
+        let mut done_twice = false;
+        for c in vs {
+            let n: u64 = c.mesh.as_ref().unwrap().iter().product();
+            let twice = n == most && !done_twice;
+            done_twice |= twice;
+            cases.push((c, twice));
+        }
+    }
+    let mut failures = vec![];
+    for (c, twice) in &cases {
+        if let Err(e) = run_case(c, *twice) {
+            failures.push(format!("{} (mesh {:?}): {e}", c.name, c.mesh));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} runs failed:\n\n{}", failures.len(), cases.len(), failures.join("\n\n"));
+}
+
+#[test]
+fn wrong_process_count_is_a_clear_error() {
+    let dir = scratch();
+    let prog = dir.join("p.pir");
+    std::fs::write(&prog, DP_GRAD).unwrap();
+    let args = vec![prog.display().to_string(), "--output".into(), dir.join("o.safetensors").display().to_string()];
+    // mesh [data=4] on 2 processes, and on 1 process without mpirun.
+    for (np, procs) in [(Some(2), 2), (None, 1)] {
+        let o = launch(np, &args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "np {np:?}: exit {:?}, stderr:\n{err}", o.status.code());
+        let want = format!("has 4 devices, but {procs} process");
+        assert!(err.contains(&want) && err.contains("mpirun -np 4"), "np {np:?}: message should name both numbers ({want}):\n{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    // --mesh changes the device count the check uses.
+    let mut a = args.clone();
+    a.extend(["--mesh".to_string(), "data=2".to_string()]);
+    let o = launch(Some(4), &a);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("has 2 devices, but 4 processes"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
