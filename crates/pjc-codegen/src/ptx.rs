@@ -11,6 +11,22 @@
 //!
 //! - Elementwise kernels: a grid-stride loop over the points; any grid and block
 //!   size work (the runtime picks e.g. 256 threads and enough blocks).
+//! - Wide elementwise kernels ([`PtxKernel::vector_width`] = [`VECTOR_WIDTH`]):
+//!   an elementwise kernel with at least 4 points, all of whose buffers have
+//!   elements of at most 4 bytes and whose every load reads its input at the
+//!   output point's own linear index (see [`vector_width`]), handles
+//!   [`VECTOR_WIDTH`] = 4 consecutive points per thread and grid-stride step:
+//!   thread `t` of the grid takes points `4t..4t+4`, then
+//!   `4(t + gridsize)..`, and so on over the `n / 4` whole groups, with one
+//!   access per buffer and group: 16 bytes for 32-bit elements
+//!   (`ld.global.v4.b32`/`st.global.v4.b32`), 8 for 16-bit ones
+//!   (`ld.global.v4.b16`, `st.global.v2.b32`), 4 for 1-byte ones (see
+//!   `widen_accesses` for how). The last `n % 4` points are done by a scalar
+//!   grid-stride loop (thread `t` takes point `4(n / 4) + t`, ...). Any grid
+//!   and block size still work; `ceil(n / 4)` threads cover the output in one
+//!   step. All other kernels (64-bit elements, reductions, any load at
+//!   another index: transpose, slice, broadcast, ...) keep one point per
+//!   thread and step.
 //! - Reduction kernels: one-dimensional blocks whose size is a multiple of 32
 //!   and at most [`REDUCE_BLOCK`] = 256 (the kernel is compiled with
 //!   `.maxntid 256`; launch 256); block `b` handles output points
@@ -20,11 +36,20 @@
 //!   rounds once and stores. (Many tiny reductions waste most of each block:
 //!   one block per output point is the simple schedule, not the fast one.)
 //!
+//! **Alignment contract:** every buffer pointer passed to a kernel is 16-byte
+//! aligned. The kernels declare it ([`BUFFER_ALIGN`]: `align 16` on the
+//! pointer parameters, `.ptr .global .align 16` in the PTX) and the wide
+//! accesses rely on it: a misaligned pointer makes them fault. The runtime
+//! allocates device buffers 256-byte aligned (as `cudaMalloc` does) and the
+//! plan's arena offsets are multiples of 64 bytes (`pjc_fusion::memory`), so
+//! every buffer a plan step receives satisfies it; a runtime that passes a
+//! pointer into the middle of an allocation must keep it 16-byte aligned.
+//!
 //! Math functions come from libdevice (`__nv_expf`, ...): the bitcode is linked
 //! in, everything but the kernels is internalized, and `default<O3>` keeps only
 //! what is used (`__nvvm_reflect` folded with FTZ off: subnormals are kept).
 
-use crate::lower::{reg_type, Lower, Target as LowerTarget};
+use crate::lower::{live_nodes, reg_type, storage_type, Lower, Target as LowerTarget};
 use crate::CodegenError;
 use inkwell::context::Context;
 use inkwell::module::{FlagBehavior, Linkage, Module};
@@ -32,14 +57,23 @@ use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{
     CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple,
 };
-use inkwell::types::{BasicType, BasicTypeEnum};
-use inkwell::values::{BasicValueEnum, FunctionValue, IntValue};
+use inkwell::types::{AnyType, BasicType, BasicTypeEnum};
+use inkwell::values::{
+    BasicValue, BasicValueEnum, FunctionValue, InstructionOpcode, InstructionValue, IntValue,
+    Operand, PointerValue,
+};
 use inkwell::{AddressSpace, IntPredicate, OptimizationLevel};
-use pjc_fusion::kernel::{compute_type, Kernel};
+use pjc_fusion::kernel::{compute_type, IndexOp, Kernel, Node, NodeId};
 use pjc_fusion::plan::{Plan, Step};
+use pjc_ir::DType;
 use std::path::PathBuf;
 
 pub const TRIPLE: &str = "nvptx64-nvidia-cuda";
+/// Points per thread and grid-stride step of a wide elementwise kernel.
+pub const VECTOR_WIDTH: u32 = 4;
+/// Alignment (bytes) every buffer pointer parameter is declared with: the
+/// runtime's contract (see the module documentation).
+pub const BUFFER_ALIGN: u32 = 16;
 /// Threads per block of a reduction kernel.
 pub const REDUCE_BLOCK: u32 = 256;
 /// The `ptx_kernel` calling convention: makes a function a `.entry`.
@@ -57,6 +91,11 @@ pub struct PtxKernel {
     pub required_block: Option<u32>,
     /// Plan buffers of the pointer parameters, inputs then outputs.
     pub buffers: Vec<usize>,
+    /// Consecutive points a thread handles per grid-stride step:
+    /// [`VECTOR_WIDTH`] for wide elementwise kernels, else 1. Any grid works
+    /// either way; `ceil(points / vector_width)` threads cover the output in
+    /// one step.
+    pub vector_width: u32,
 }
 
 /// A PTX module with its kernels' launch information.
@@ -215,6 +254,98 @@ fn add_kernel_attrs<'ctx>(cx: &'ctx Context, f: FunctionValue<'ctx>, max_threads
     }
 }
 
+/// Whether load index node `n` of kernel `k` is exactly the row-major linear
+/// index of the output point: `sum(coord_d * stride_d)` over the output dims
+/// of size > 1 (the form `pjc_fusion`'s planner builds; `+ 0` allowed).
+fn is_identity_index(k: &Kernel, n: NodeId) -> bool {
+    fn terms(k: &Kernel, n: NodeId, out: &mut Vec<(usize, i128)>) -> bool {
+        match &k.nodes[n] {
+            Node::ConstInt(0, _) => true,
+            Node::Index {
+                op: IndexOp::Add,
+                a,
+                b,
+            } => terms(k, *a, out) && terms(k, *b, out),
+            Node::Index {
+                op: IndexOp::Mul,
+                a,
+                b,
+            } => match (&k.nodes[*a], &k.nodes[*b]) {
+                (Node::Coord(c), Node::ConstInt(s, _)) | (Node::ConstInt(s, _), Node::Coord(c)) => {
+                    out.push((*c, *s));
+                    true
+                }
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+    let mut got = vec![];
+    if !terms(k, n, &mut got) {
+        return false;
+    }
+    got.sort();
+    let mut want = vec![];
+    let mut stride = 1i128;
+    for d in (0..k.shape.len()).rev() {
+        if k.shape[d] != 1 {
+            want.push((d, stride));
+        }
+        stride *= k.shape[d] as i128;
+    }
+    want.sort();
+    got == want
+}
+
+/// Points per thread and grid-stride step for kernel `k`: [`VECTOR_WIDTH`]
+/// when it is elementwise (no reduction), has at least that many points, every
+/// input and output element is at most 4 bytes, and every load it performs
+/// reads at the output point's own linear index (so the accesses of
+/// consecutive points are consecutive in every buffer); 1 otherwise.
+pub fn vector_width(k: &Kernel) -> u32 {
+    if k.reduce.is_some() || k.num_elements() < VECTOR_WIDTH as u64 {
+        return 1;
+    }
+    if k.inputs
+        .iter()
+        .chain(&k.outputs)
+        .any(|b| b.dtype.size_bytes() > 4)
+    {
+        return 1;
+    }
+    let live = live_nodes(k);
+    let identity = k.nodes.iter().enumerate().all(|(i, node)| match node {
+        Node::Load { index, .. } if live[i] => is_identity_index(k, *index),
+        _ => true,
+    });
+    if identity {
+        VECTOR_WIDTH
+    } else {
+        1
+    }
+}
+
+/// `k` with the index node of every load replaced by coordinate
+/// `k.shape.len()` (one past the output coordinates), which the wide loop sets
+/// to the point's linear index. Only for kernels [`vector_width`] accepts:
+/// there each such node computes exactly that index, so values are unchanged,
+/// and the addresses become `base + i` for LLVM to see that consecutive
+/// points' accesses are adjacent (it does not fold `i / d * d + i % d` back).
+fn with_linear_loads(k: &Kernel) -> Kernel {
+    let mut w = k.clone();
+    let lin = k.shape.len();
+    let live = live_nodes(k);
+    for (i, node) in k.nodes.iter().enumerate() {
+        if let Node::Load { index, .. } = node {
+            if live[i] {
+                debug_assert!(is_identity_index(k, *index));
+                w.nodes[*index] = Node::Coord(lin);
+            }
+        }
+    }
+    w
+}
+
 /// Adds kernel `k` to `module` as a `.entry`.
 pub fn build_kernel<'ctx>(
     cx: &'ctx Context,
@@ -222,12 +353,22 @@ pub fn build_kernel<'ctx>(
     k: &Kernel,
 ) -> FunctionValue<'ctx> {
     let gptr = cx.ptr_type(AddressSpace::from(1u16));
-    let mut params: Vec<_> = (0..k.inputs.len() + k.outputs.len())
-        .map(|_| gptr.into())
-        .collect();
+    let nptr = k.inputs.len() + k.outputs.len();
+    let mut params: Vec<_> = (0..nptr).map(|_| gptr.into()).collect();
     params.push(cx.i64_type().into());
     let f = module.add_function(&k.name, cx.void_type().fn_type(&params, false), None);
     add_kernel_attrs(cx, f, k.reduce.as_ref().map(|_| REDUCE_BLOCK));
+    // The alignment contract: every buffer pointer is 16-byte aligned.
+    let align = inkwell::attributes::Attribute::get_named_enum_kind_id("align");
+    for i in 0..nptr as u32 {
+        f.add_attribute(
+            inkwell::attributes::AttributeLoc::Param(i),
+            cx.create_enum_attribute(align, BUFFER_ALIGN as u64),
+        );
+    }
+    let width = vector_width(k);
+    let wide = (width > 1).then(|| with_linear_loads(k));
+    let k = wide.as_ref().unwrap_or(k);
     let b = cx.create_builder();
     let entry = cx.append_basic_block(f, "entry");
     b.position_at_end(entry);
@@ -255,20 +396,230 @@ pub fn build_kernel<'ctx>(
         ptrs[..k.inputs.len()].to_vec(),
         ptrs[k.inputs.len()..].to_vec(),
     );
+    // Coordinates of point `i`: the output's, then (for a wide kernel) the
+    // linear index itself, which its loads read at.
+    let coords_of = |i: IntValue<'ctx>| {
+        let mut c = lw.delinearize(i, &k.shape);
+        if width > 1 {
+            c.push(i);
+        }
+        c
+    };
+    let point = |i: IntValue<'ctx>| {
+        let vals = lw.eval(&coords_of(i));
+        for (j, &r) in k.results.iter().enumerate() {
+            lw.store_result(j, i, vals[r].unwrap(), k.types[r]);
+        }
+    };
     if k.reduce.is_some() {
         reduction_body(&lw, n);
-    } else {
-        let (first, end, step) = lw.target.point_range(&lw, n);
-        lw.for_loop("i", first, end, step, |i| {
-            let coords = lw.delinearize(i, &k.shape);
-            let vals = lw.eval(&coords);
-            for (j, &r) in k.results.iter().enumerate() {
-                lw.store_result(j, i, vals[r].unwrap(), k.types[r]);
+    } else if width > 1 {
+        // Whole groups of `width` points: every load of the group, then every
+        // store (the output may be an input's buffer, donated), so the
+        // accesses of each buffer are adjacent in one block.
+        let (first, _, step) = lw.target.point_range(&lw, n);
+        let shift = lw.ci64(width.trailing_zeros() as i64);
+        let groups = lw.b.build_right_shift(n, shift, false, "groups").unwrap();
+        let buffers: Vec<_> = k
+            .inputs
+            .iter()
+            .chain(&k.outputs)
+            .zip(&ptrs)
+            .map(|(a, &p)| (p, a.dtype))
+            .collect();
+        lw.for_loop("g", first, groups, step, |g| {
+            let base = lw.b.build_left_shift(g, shift, "").unwrap();
+            let idx: Vec<_> = (0..width as i64)
+                .map(|l| lw.b.build_int_nsw_add(base, lw.ci64(l), "").unwrap())
+                .collect();
+            let vals: Vec<_> = idx.iter().map(|&i| lw.eval(&coords_of(i))).collect();
+            for (&i, vals) in idx.iter().zip(&vals) {
+                for (j, &r) in k.results.iter().enumerate() {
+                    lw.store_result(j, i, vals[r].unwrap(), k.types[r]);
+                }
+            }
+            if let Some(anchor) = idx.last().and_then(|i| i.as_instruction()) {
+                widen_accesses(&lw, anchor, &idx, &buffers);
             }
         });
+        // The last n % width points, one per thread.
+        let done = lw.b.build_left_shift(groups, shift, "").unwrap();
+        lw.for_loop("i", lw.iadd(done, first), n, step, point);
+    } else {
+        let (first, end, step) = lw.target.point_range(&lw, n);
+        lw.for_loop("i", first, end, step, point);
     }
     b.build_return(None).unwrap();
     f
+}
+
+/// Makes the scalar accesses of a wide kernel's group body (built one point at
+/// a time by [`Lower::eval`] and [`Lower::store_result`]) into one access per
+/// buffer. `lanes` are the points' linear indices (`lanes[l] = lanes[0] + l`,
+/// `lanes[0]` a multiple of `lanes.len()`), all computed before `anchor`, the
+/// last instruction before the points' code; `buffers` are the pointer
+/// parameters with their dtypes, inputs then outputs.
+///
+/// Loads (of a buffer loaded at every lane's index, up to the block's first
+/// store) move to just after `anchor`:
+///
+/// - 16- and 8-bit elements as one explicit `load <W x T>` (8 or 4 bytes,
+///   aligned to that) whose elements replace the scalar loads, which are
+///   erased: left scalar, the SLP vectorizer packs pairs of lanes and
+///   reorders their loads, so they end up in two halves;
+/// - 32-bit elements as the scalar loads themselves, together, in lane order,
+///   for LLVM's load/store vectorizer to merge into `ld.global.v4` in the
+///   backend: an explicit `<4 x i32>` load whose lanes are only truncated
+///   (`convert` i32 → i8) is shrunk by the optimizer to an odd-sized vector
+///   that the backend splits.
+///
+/// Either way nothing that may write memory stays between a buffer's loads
+/// (the vectorizer gives up on, e.g., libdevice's inline `asm` in `tanhf`).
+/// Moving loads up is safe: before the block's stores there is only
+/// arithmetic and pure math calls, and the stores stay after all loads (an
+/// output may be a donated input's buffer).
+///
+/// Stores (of a buffer stored once at every lane's index) become one vector
+/// store at the end of the block. Leaves the builder at the end of the block.
+fn widen_accesses<'ctx>(
+    lw: &Lower<'_, 'ctx>,
+    anchor: InstructionValue<'ctx>,
+    lanes: &[IntValue<'ctx>],
+    buffers: &[(PointerValue<'ctx>, DType)],
+) {
+    let b = lw.b;
+    let Some(block) = anchor.get_parent() else {
+        return;
+    };
+    let w = lanes.len();
+    // The address of a load or store as (buffer, lane, its GEP), if it is
+    // element `lanes[lane]` of one of `buffers`.
+    let slot = |addr: Option<Operand<'ctx>>| -> Option<(usize, usize, InstructionValue<'ctx>)> {
+        let Some(Operand::Value(BasicValueEnum::PointerValue(p))) = addr else {
+            return None;
+        };
+        let g = p.as_instruction()?;
+        if g.get_opcode() != InstructionOpcode::GetElementPtr || g.get_num_operands() != 2 {
+            return None;
+        }
+        let Some(Operand::Value(BasicValueEnum::PointerValue(base))) = g.get_operand(0) else {
+            return None;
+        };
+        let Some(Operand::Value(BasicValueEnum::IntValue(i))) = g.get_operand(1) else {
+            return None;
+        };
+        let buf = buffers.iter().position(|(q, _)| *q == base)?;
+        let lane = lanes.iter().position(|&x| x == i)?;
+        Some((buf, lane, g))
+    };
+    type Accesses<'ctx> = Vec<Vec<Vec<(InstructionValue<'ctx>, InstructionValue<'ctx>)>>>;
+    let mut loads: Accesses<'ctx> = vec![vec![vec![]; w]; buffers.len()];
+    let mut stores: Accesses<'ctx> = vec![vec![vec![]; w]; buffers.len()];
+    let mut seen_store = false;
+    let mut cur = anchor.get_next_instruction();
+    while let Some(i) = cur {
+        cur = i.get_next_instruction();
+        match i.get_opcode() {
+            InstructionOpcode::Load if !seen_store => {
+                if let Some((buf, lane, g)) = slot(i.get_operand(0)) {
+                    if i.get_type() == storage_type(lw.cx, buffers[buf].1).as_any_type_enum() {
+                        loads[buf][lane].push((g, i));
+                    }
+                }
+            }
+            InstructionOpcode::Store => {
+                seen_store = true;
+                if let Some((buf, lane, g)) = slot(i.get_operand(1)) {
+                    stores[buf][lane].push((g, i));
+                }
+            }
+            _ => {}
+        }
+    }
+    let lane_index = |l: usize| lw.ci32(l as i32);
+    let wide_ptr = |buf: usize| unsafe {
+        let st = storage_type(lw.cx, buffers[buf].1);
+        b.build_in_bounds_gep(st, buffers[buf].0, &[lanes[0]], "")
+            .unwrap()
+    };
+    let align = |buf: usize| (w * buffers[buf].1.size_bytes()) as u32;
+    // New code goes before a marker placed right after the anchor (the
+    // instructions after the anchor move or are erased, so none of them can
+    // hold the builder's position).
+    match anchor.get_next_instruction() {
+        Some(next) => b.position_before(&next),
+        None => b.position_at_end(block),
+    }
+    let Some(marker) = lw.iadd(lanes[0], lw.ci64(0)).as_instruction() else {
+        b.position_at_end(block);
+        return;
+    };
+    b.position_before(&marker);
+    let mut moved: Vec<InstructionValue<'ctx>> = vec![];
+    for (buf, lane_loads) in loads.iter().enumerate() {
+        if lane_loads.iter().any(|l| l.is_empty()) {
+            continue;
+        }
+        if buffers[buf].1.size_bytes() >= 4 {
+            for &(g, l) in lane_loads.iter().flatten() {
+                for i in [g, l] {
+                    if !moved.contains(&i) {
+                        i.remove_from_basic_block();
+                        b.insert_instruction(&i, None);
+                        moved.push(i);
+                    }
+                }
+            }
+            continue;
+        }
+        let vt = storage_type(lw.cx, buffers[buf].1)
+            .into_int_type()
+            .vec_type(w as u32);
+        let v = b
+            .build_load(vt, wide_ptr(buf), "")
+            .unwrap()
+            .into_vector_value();
+        v.as_instruction()
+            .unwrap()
+            .set_alignment(align(buf))
+            .unwrap();
+        for (l, scalars) in lane_loads.iter().enumerate() {
+            let e = b.build_extract_element(v, lane_index(l), "").unwrap();
+            let e = e.as_instruction_value().unwrap();
+            for &(_, s) in scalars {
+                s.replace_all_uses_with(&e);
+                s.erase_from_basic_block();
+            }
+        }
+    }
+    marker.erase_from_basic_block();
+    b.position_at_end(block);
+    for (buf, lane_stores) in stores.iter().enumerate() {
+        if lane_stores.iter().any(|s| s.len() != 1) {
+            continue;
+        }
+        let vals: Vec<BasicValueEnum<'ctx>> = lane_stores
+            .iter()
+            .map(|s| match s[0].1.get_operand(0) {
+                Some(Operand::Value(v)) => v,
+                _ => unreachable!("a store's first operand is its value"),
+            })
+            .collect();
+        let vt = match vals[0] {
+            BasicValueEnum::FloatValue(f) => f.get_type().vec_type(w as u32),
+            BasicValueEnum::IntValue(i) => i.get_type().vec_type(w as u32),
+            _ => continue,
+        };
+        let mut v = vt.get_poison();
+        for (l, &x) in vals.iter().enumerate() {
+            v = b.build_insert_element(v, x, lane_index(l), "").unwrap();
+        }
+        let st = b.build_store(wide_ptr(buf), v).unwrap();
+        st.set_alignment(align(buf)).unwrap();
+        for s in lane_stores {
+            s[0].1.erase_from_basic_block();
+        }
+    }
 }
 
 fn reduction_body<'ctx>(lw: &Lower<'_, 'ctx>, n: IntValue<'ctx>) {
@@ -567,6 +918,7 @@ pub fn compile_ptx(plan: &Plan, arch: &str) -> Result<PtxModule, CodegenError> {
                     .chain(&k.outputs)
                     .map(|b| b.buffer)
                     .collect(),
+                vector_width: vector_width(k),
             }),
             _ => None,
         })

@@ -188,3 +188,117 @@ fn unknown_arch_is_an_error() {
         "{e}"
     );
 }
+
+/// The kernel of a one-kernel plan, assembled for sm_80 and sm_90 (no spills),
+/// with its sm_90 PTX, launch information and ptxas numbers.
+fn one_kernel(src: &str) -> (String, pjc_codegen::PtxKernel, Vec<common::PtxasInfo>) {
+    let (_, plan) = common::program(src);
+    let ptxas = ptxas();
+    let mut infos = vec![];
+    for arch in ["sm_80", "sm_90"] {
+        infos.extend(check("wide", &plan, arch, &ptxas).unwrap_or_else(|e| panic!("{e}")));
+    }
+    let m = pjc_codegen::compile_ptx(&plan, "sm_90").unwrap();
+    assert_eq!(m.kernels.len(), 1, "{}", m.ptx);
+    (m.ptx, m.kernels[0].clone(), infos)
+}
+
+/// The PTX's global loads and stores.
+fn global_accesses(ptx: &str) -> Vec<&str> {
+    ptx.lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("ld.global") || l.starts_with("st.global"))
+        .collect()
+}
+
+/// An identity-indexed f32 elementwise chain (with a libdevice function, whose
+/// inline asm must not keep the loads apart) does 4 points per thread and
+/// step with 16-byte accesses, and a scalar loop for the rest; the buffer
+/// pointers are declared 16-byte aligned.
+#[test]
+fn f32_elementwise_chain_uses_wide_accesses() {
+    let (ptx, k, infos) = one_kernel(
+        "func @main(%a: f32[1030], %b: f32[1030], %c: f32[1030]) -> (r: f32[1030]) {\n  %m = mul %a, %b\n  %t = add %m, %c\n  %r = tanh %t\n  return %r\n}\n",
+    );
+    eprintln!("f32 chain (sm_80, sm_90): {infos:?}");
+    assert_eq!(k.vector_width, 4);
+    let acc = global_accesses(&ptx);
+    let count = |p: &str| acc.iter().filter(|l| l.starts_with(p)).count();
+    // Three inputs and one output, each once wide and once scalar (the n % 4 rest).
+    assert_eq!(count("ld.global.v4.b32"), 3, "{}", acc.join("\n"));
+    assert_eq!(count("st.global.v4.b32"), 1, "{}", acc.join("\n"));
+    assert_eq!(count("ld.global.b32"), 3, "{}", acc.join("\n"));
+    assert_eq!(count("st.global.b32"), 1, "{}", acc.join("\n"));
+    assert_eq!(ptx.matches(".ptr .global .align 16").count(), 4, "{ptx}");
+}
+
+/// 16-bit elements move 8 bytes per access, 1-byte elements 4; kernels
+/// without loads (iota) store wide.
+#[test]
+fn narrow_elementwise_kernels_use_wide_accesses() {
+    let (ptx, k, _) = one_kernel(
+        "func @main(%a: bf16[64], %b: bf16[64]) -> (r: bf16[64]) {\n  %r = add %a, %b\n  return %r\n}\n",
+    );
+    assert_eq!(k.vector_width, 4);
+    let acc = global_accesses(&ptx);
+    assert_eq!(
+        acc.iter()
+            .filter(|l| l.starts_with("ld.global.v4.b16"))
+            .count(),
+        2,
+        "{}",
+        acc.join("\n")
+    );
+    assert!(
+        acc.iter()
+            .any(|l| l.starts_with("st.global.v2.b32") || l.starts_with("st.global.v4.b16")),
+        "{}",
+        acc.join("\n")
+    );
+
+    let (ptx, k, _) = one_kernel(
+        "func @main(%p: pred[64], %a: u8[64], %b: u8[64]) -> (r: u8[64]) {\n  %r = select %p, %a, %b\n  return %r\n}\n",
+    );
+    assert_eq!(k.vector_width, 4);
+    let acc = global_accesses(&ptx);
+    assert_eq!(
+        acc.iter()
+            .filter(|l| l.starts_with("ld.global.b32"))
+            .count(),
+        3,
+        "{}",
+        acc.join("\n")
+    );
+    assert_eq!(
+        acc.iter()
+            .filter(|l| l.starts_with("st.global.b32"))
+            .count(),
+        1,
+        "{}",
+        acc.join("\n")
+    );
+
+    let (ptx, k, _) = one_kernel(
+        "func @main() -> (r: i32[8,8]) {\n  %r = iota {dim=1} : i32[8,8]\n  return %r\n}\n",
+    );
+    assert_eq!(k.vector_width, 4);
+    assert!(ptx.contains("st.global.v4.b32"), "{ptx}");
+}
+
+/// Kernels whose loads are not at the output's own index (transpose,
+/// broadcast), with 8-byte elements, or with fewer than 4 points keep one
+/// point per thread and scalar accesses.
+#[test]
+fn other_kernels_keep_scalar_accesses() {
+    for src in [
+        "func @main(%a: f32[64,32]) -> (r: f32[32,64]) {\n  %r = transpose %a {perm=[1,0]}\n  return %r\n}\n",
+        "func @main(%a: f32[32], %b: f32[64,32]) -> (r: f32[64,32]) {\n  %c = broadcast %a {dims=[1]} : f32[64,32]\n  %r = add %c, %b\n  return %r\n}\n",
+        "func @main(%a: f64[64], %b: f64[64]) -> (r: f64[64]) {\n  %r = add %a, %b\n  return %r\n}\n",
+        "func @main(%a: f32[3], %b: f32[3]) -> (r: f32[3]) {\n  %r = add %a, %b\n  return %r\n}\n",
+    ] {
+        let (ptx, k, _) = one_kernel(src);
+        assert_eq!(k.vector_width, 1, "{src}");
+        let acc = global_accesses(&ptx);
+        assert!(acc.iter().all(|l| !l.contains(".v2") && !l.contains(".v4")), "{src}\n{}", acc.join("\n"));
+    }
+}
