@@ -549,17 +549,7 @@ impl JitPlan {
                     s.write_tensor(t);
                 }
                 BufferKind::Constant(lit) => {
-                    let elems: Vec<Scalar> = lit
-                        .elems
-                        .iter()
-                        .map(|n| match *n {
-                            pjc_ir::Number::Int(i) => Scalar::Int(i),
-                            pjc_ir::Number::Float(x) => Scalar::Float(x),
-                            pjc_ir::Number::Bool(b) => Scalar::Bool(b),
-                        })
-                        .collect();
-                    let shape = b.ty.shape.iter().map(|&d| d as usize).collect();
-                    s.write_tensor(&Tensor::from_scalars(b.ty.dtype, shape, &elems));
+                    s.write_tensor(&pjc_fusion::exec::literal_tensor(lit, &b.ty));
                 }
                 BufferKind::Temp => {}
             }

@@ -23,24 +23,27 @@ fn shape(t: &pjc_ir::TensorType) -> Vec<usize> {
     t.shape.iter().map(|&d| d as usize).collect()
 }
 
+/// The tensor a `constant`'s literal denotes (a scalar literal fills the type).
+pub fn literal_tensor(lit: &pjc_ir::Literal, ty: &pjc_ir::TensorType) -> Tensor {
+    let elems: Vec<Scalar> = lit
+        .elems
+        .iter()
+        .map(|n| match *n {
+            pjc_ir::Number::Int(i) => Scalar::Int(i),
+            pjc_ir::Number::Float(x) => Scalar::Float(x),
+            pjc_ir::Number::Bool(b) => Scalar::Bool(b),
+        })
+        .collect();
+    Tensor::from_scalars(ty.dtype, shape(ty), &elems)
+}
+
 /// Runs `plan` on `args` (one per parameter) and returns the results.
 pub fn execute(plan: &Plan, args: &[Tensor], coll: &mut dyn Collectives) -> R<Vec<Tensor>> {
     let mut bufs: Vec<Option<Tensor>> = vec![None; plan.buffers.len()];
     for (i, b) in plan.buffers.iter().enumerate() {
         match &b.kind {
             BufferKind::Param(k) => bufs[i] = Some(args[*k].clone()),
-            BufferKind::Constant(lit) => {
-                let elems: Vec<Scalar> = lit
-                    .elems
-                    .iter()
-                    .map(|n| match *n {
-                        pjc_ir::Number::Int(i) => Scalar::Int(i),
-                        pjc_ir::Number::Float(x) => Scalar::Float(x),
-                        pjc_ir::Number::Bool(b) => Scalar::Bool(b),
-                    })
-                    .collect();
-                bufs[i] = Some(Tensor::from_scalars(b.ty.dtype, shape(&b.ty), &elems));
-            }
+            BufferKind::Constant(lit) => bufs[i] = Some(literal_tensor(lit, &b.ty)),
             BufferKind::Temp => {}
         }
     }

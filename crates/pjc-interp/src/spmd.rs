@@ -26,30 +26,6 @@ pub(crate) fn shard_block(mesh: &Mesh, s: Option<&Sharding>, global: &[usize], d
         .collect()
 }
 
-/// Devices of `device`'s group over `axes`, in group order (first axis major),
-/// and `device`'s position in it.
-pub(crate) fn group(mesh: &Mesh, axes: &[String], device: u64) -> (Vec<u64>, usize) {
-    let coords = mesh.coords(device);
-    let idx: Vec<usize> = axes.iter().map(|a| mesh.axis(a).expect("verified axis")).collect();
-    let n: u64 = idx.iter().map(|&i| mesh.axes[i].size).product();
-    let mut members = Vec::with_capacity(n as usize);
-    let mut pos = 0;
-    for k in 0..n {
-        let mut c = coords.clone();
-        let mut rest = k;
-        for &i in idx.iter().rev() {
-            c[i] = rest % mesh.axes[i].size;
-            rest /= mesh.axes[i].size;
-        }
-        let dev = mesh.device(&c);
-        if dev == device {
-            pos = k as usize;
-        }
-        members.push(dev);
-    }
-    (members, pos)
-}
-
 fn cut(t: &Tensor, dim: usize, index: usize, n: usize) -> Result<Tensor, TensorError> {
     let size = t.shape[dim] / n;
     let mut start = vec![0; t.rank()];
@@ -160,7 +136,7 @@ impl<'m> Interp<'m> {
     /// The value of a collective on `device`.
     fn collective(&self, inst: &InstData, env: &[HashMap<Value, Tensor>], device: u64) -> Result<Tensor, TensorError> {
         let axes = inst.attr("axes").and_then(|a| a.as_idents()).unwrap_or_default();
-        let (members, pos) = group(&self.mesh, &axes, device);
+        let (members, pos) = self.mesh.group(&axes, device).map_err(TensorError::Invalid)?;
         let v = inst.operands[0];
         let parts: Vec<&Tensor> = members.iter().map(|&d| &env[d as usize][&v]).collect();
         let kind = || inst.attr("kind").and_then(|a| a.as_ident()).unwrap_or("sum");

@@ -175,6 +175,38 @@ impl Mesh {
         }
         c
     }
+    /// The group of `device` over `axes` (spec section 8): the devices that
+    /// differ from it only along those axes, ordered by the axes as listed (first
+    /// major), and `device`'s position in it.
+    pub fn group(&self, axes: &[String], device: u64) -> Result<(Vec<u64>, usize), String> {
+        let coords = self.coords(device);
+        let mut idx = Vec::with_capacity(axes.len());
+        for a in axes {
+            let i = self.axis(a).ok_or_else(|| format!("collective over axis '{a}', which the mesh {self} does not have"))?;
+            if idx.contains(&i) {
+                return Err(format!("collective lists axis '{a}' twice"));
+            }
+            idx.push(i);
+        }
+        let n: u64 = idx.iter().map(|&i| self.axes[i].size).product();
+        let mut members = Vec::with_capacity(n as usize);
+        let mut pos = 0;
+        for k in 0..n {
+            let mut c = coords.clone();
+            let mut rest = k;
+            for &i in idx.iter().rev() {
+                c[i] = rest % self.axes[i].size;
+                rest /= self.axes[i].size;
+            }
+            let dev = self.device(&c);
+            if dev == device {
+                pos = k as usize;
+            }
+            members.push(dev);
+        }
+        Ok((members, pos))
+    }
+
     /// The device id of coordinates.
     pub fn device(&self, coords: &[u64]) -> u64 {
         self.axes.iter().zip(coords).fold(0, |id, (a, &c)| id * a.size + c)

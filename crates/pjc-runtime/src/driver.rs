@@ -48,32 +48,6 @@ fn env<E: std::fmt::Display>(e: E) -> RuntimeError {
     RuntimeError::Env(e.to_string())
 }
 
-/// `--mesh data=8,model=1`: new sizes for the module's axes (same names, same order).
-pub fn override_mesh(m: &mut Module, spec: &str) -> Result<(), RuntimeError> {
-    let mut given = vec![];
-    for part in spec.split(',') {
-        let parsed = part.split_once('=').and_then(|(a, n)| Some((a.trim(), n.trim().parse::<u64>().ok()?)));
-        match parsed {
-            Some((a, n)) if n > 0 && !a.is_empty() => given.push((a.to_string(), n)),
-            _ => return Err(RuntimeError::Env(format!("--mesh '{spec}': expected AXIS=SIZE,... with positive sizes"))),
-        }
-    }
-    let have: Vec<String> = m.mesh.iter().flat_map(|x| x.axes.iter().map(|a| a.name.clone())).collect();
-    let names: Vec<String> = given.iter().map(|g| g.0.clone()).collect();
-    if names != have {
-        return Err(RuntimeError::Env(format!(
-            "--mesh names axes [{}], but the module's mesh has [{}] (--mesh changes sizes only: same names, same order)",
-            names.join(", "),
-            have.join(", ")
-        )));
-    }
-    if let Some(mesh) = &mut m.mesh {
-        for (a, (_, n)) in mesh.axes.iter_mut().zip(given) {
-            a.size = n;
-        }
-    }
-    Ok(())
-}
 
 /// Reads, parses, applies `--mesh`, verifies and expands grad/vmap.
 pub fn load(path: &Path, entry: &str, mesh: Option<&str>) -> Result<(Module, FuncId), RuntimeError> {
@@ -82,7 +56,7 @@ pub fn load(path: &Path, entry: &str, mesh: Option<&str>) -> Result<(Module, Fun
     let program = |d: Vec<pjc_front::Diag>| RuntimeError::Program(pjc_front::render(&name, &src, &d));
     let mut m = pjc_front::parse(&src).map_err(program)?;
     if let Some(spec) = mesh {
-        override_mesh(&mut m, spec)?;
+        pjc_front::override_mesh(&mut m, spec).map_err(RuntimeError::Env)?;
     }
     pjc_front::verify(&mut m).map_err(program)?;
     let id = pjc_front::check_entry(&m, entry).map_err(|d| program(vec![d]))?;
@@ -116,24 +90,6 @@ fn io_reason(e: &std::io::Error) -> String {
     }
 }
 
-/// Reads one `--input NAME=PATH`: `.npy`, or `.safetensors` holding NAME (or one tensor).
-fn read_one(name: &str, path: &Path) -> Result<Tensor, RuntimeError> {
-    if path.extension().is_some_and(|e| e == "safetensors") {
-        let mut all = pjc_tensor::read_safetensors(path).map_err(env)?;
-        if let Some(i) = all.iter().position(|(n, _)| n == name) {
-            return Ok(all.swap_remove(i).1);
-        }
-        if all.len() == 1 {
-            return Ok(all.pop().unwrap().1);
-        }
-        return Err(RuntimeError::Env(format!(
-            "'{}' holds no tensor named '{name}' (it holds {})",
-            path.display(),
-            all.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
-        )));
-    }
-    pjc_tensor::read_npy(path).map_err(env)
-}
 
 /// The global type of the entry's parameter `i`.
 pub fn param_global_type(f: &Function, mesh: &Mesh, i: usize) -> pjc_ir::TensorType {
@@ -162,7 +118,7 @@ pub fn gather_inputs(f: &Function, mesh: &Mesh, input: &[String], inputs: &[Path
         if !params.contains(&name) {
             return Err(RuntimeError::Env(format!("--input names '{name}', but @{} has no parameter '{name}' (its parameters: {})", f.name, params.join(", "))));
         }
-        let t = read_one(name, Path::new(path)).map_err(|e| RuntimeError::Env(format!("input '{name}': {e}")))?;
+        let t = pjc_tensor::read_named(name, Path::new(path)).map_err(|e| RuntimeError::Env(format!("input '{name}': {e}")))?;
         got.insert(name.to_string(), (t, path.to_string()));
     }
     let mut out = vec![];

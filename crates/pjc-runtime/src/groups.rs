@@ -17,34 +17,11 @@ pub struct GroupOf {
 
 /// Computes [`GroupOf`]; `axes` must be axes of `mesh`.
 pub fn group_of(mesh: &Mesh, axes: &[String], device: u64) -> Result<GroupOf, String> {
-    let coords = mesh.coords(device);
-    let mut idx = Vec::with_capacity(axes.len());
+    let (members, pos) = mesh.group(axes, device)?;
+    // Color: the device with the listed axes' coordinates set to 0.
+    let mut base = mesh.coords(device);
     for a in axes {
-        let i = mesh.axis(a).ok_or_else(|| format!("collective over axis '{a}', which the mesh {mesh} does not have"))?;
-        if idx.contains(&i) {
-            return Err(format!("collective lists axis '{a}' twice"));
-        }
-        idx.push(i);
-    }
-    let n: u64 = idx.iter().map(|&i| mesh.axes[i].size).product();
-    let mut members = Vec::with_capacity(n as usize);
-    let mut pos = 0;
-    for k in 0..n {
-        let mut c = coords.clone();
-        let mut rest = k;
-        for &i in idx.iter().rev() {
-            c[i] = rest % mesh.axes[i].size;
-            rest /= mesh.axes[i].size;
-        }
-        let dev = mesh.device(&c);
-        if dev == device {
-            pos = k as usize;
-        }
-        members.push(dev);
-    }
-    let mut base = coords;
-    for &i in &idx {
-        base[i] = 0;
+        base[mesh.axis(a).expect("checked by Mesh::group")] = 0;
     }
     Ok(GroupOf { members, pos, color: mesh.device(&base) })
 }

@@ -590,3 +590,23 @@ mod tests {
         assert_eq!(buf_from_le_bytes(DType::I16, &[1, 0x80]).unwrap(), Buf::I16(vec![-32767]));
     }
 }
+
+/// One tensor for an input named `name`: a `.npy` file, or a `.safetensors`
+/// file holding a tensor called `name` (or exactly one tensor).
+pub fn read_named(name: &str, path: &Path) -> Result<Tensor, TensorError> {
+    if path.extension().is_some_and(|e| e == "safetensors") {
+        let mut all = read_safetensors(path)?;
+        if let Some(i) = all.iter().position(|(n, _)| n == name) {
+            return Ok(all.swap_remove(i).1);
+        }
+        if all.len() == 1 {
+            return Ok(all.pop().unwrap().1);
+        }
+        return Err(TensorError::Io(format!(
+            "'{}' holds no tensor named '{name}' (it holds {})",
+            path.display(),
+            all.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    read_npy(path)
+}

@@ -18,25 +18,6 @@ struct Source {
     from: String,
 }
 
-/// Reads one `--input NAME=PATH`: a `.npy` file, or a `.safetensors` file holding
-/// a tensor called NAME (or exactly one tensor).
-fn read_one(name: &str, path: &Path) -> Result<Tensor, Failure> {
-    if path.extension().is_some_and(|e| e == "safetensors") {
-        let mut all = pjc_tensor::read_safetensors(path).map_err(env)?;
-        if let Some(i) = all.iter().position(|(n, _)| n == name) {
-            return Ok(all.swap_remove(i).1);
-        }
-        if all.len() == 1 {
-            return Ok(all.pop().unwrap().1);
-        }
-        return Err(Failure::Env(format!(
-            "'{}' holds no tensor named '{name}' (it holds {})",
-            path.display(),
-            all.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
-        )));
-    }
-    pjc_tensor::read_npy(path).map_err(env)
-}
 
 /// Collects one tensor per parameter of `f`, checked against its global type.
 /// `--input` overrides `--inputs`; tensors in `--inputs` files that match no
@@ -62,10 +43,7 @@ pub fn gather_inputs(m: &Module, f: &Function, input: &[String], inputs: &[PathB
                 params.join(", ")
             )));
         }
-        let t = read_one(name, Path::new(path)).map_err(|e| match e {
-            Failure::Env(msg) => Failure::Env(format!("input '{name}': {msg}")),
-            other => other,
-        })?;
+        let t = pjc_tensor::read_named(name, Path::new(path)).map_err(|e| Failure::Env(format!("input '{name}': {e}")))?;
         got.insert(name.to_string(), Source { tensor: t, from: path.to_string() });
     }
     let mut out = vec![];

@@ -132,7 +132,7 @@ pub fn load_with_mesh(
     let program = |d: Vec<pjc_front::Diag>| Failure::Program(pjc_front::render(&name, &src, &d));
     let mut m = pjc_front::parse(&src).map_err(program)?;
     if let Some(spec) = mesh {
-        override_mesh(&mut m, spec)?;
+        pjc_front::override_mesh(&mut m, spec).map_err(Failure::Env)?;
     }
     pjc_front::verify(&mut m).map_err(program)?;
     let entry = entry.unwrap_or("main");
@@ -140,32 +140,6 @@ pub fn load_with_mesh(
     Ok((m, id))
 }
 
-/// `--mesh data=8,model=1`: new sizes for the module's axes (same names, same order).
-fn override_mesh(m: &mut pjc_ir::Module, spec: &str) -> Result<(), Failure> {
-    let mut given = vec![];
-    for part in spec.split(',') {
-        let parsed = part.split_once('=').and_then(|(a, n)| Some((a.trim(), n.trim().parse::<u64>().ok()?)));
-        match parsed {
-            Some((a, n)) if n > 0 && !a.is_empty() => given.push((a.to_string(), n)),
-            _ => return Err(Failure::Env(format!("--mesh '{spec}': expected AXIS=SIZE,... with positive sizes"))),
-        }
-    }
-    let have: Vec<String> = m.mesh.iter().flat_map(|x| x.axes.iter().map(|a| a.name.clone())).collect();
-    let names: Vec<String> = given.iter().map(|g| g.0.clone()).collect();
-    if names != have {
-        return Err(Failure::Env(format!(
-            "--mesh names axes [{}], but the module's mesh has [{}] (--mesh changes sizes only: same names, same order)",
-            names.join(", "),
-            have.join(", ")
-        )));
-    }
-    if let Some(mesh) = &mut m.mesh {
-        for (a, (_, n)) in mesh.axes.iter_mut().zip(given) {
-            a.size = n;
-        }
-    }
-    Ok(())
-}
 
 /// Loads and expands `grad`/`vmap` (what every compile stage starts from).
 fn load_expanded(path: &Path, entry: &str, mesh: Option<&str>) -> Result<(pjc_ir::Module, pjc_ir::FuncId), Failure> {
