@@ -3,8 +3,10 @@
 # examples/mlp.pir is checked, formatted and evaluated on generated inputs (results
 # checked against an independent recomputation); examples/mlp_train.pir (a training
 # step written with grad) is compiled through sharding, partitioning, kernel planning
-# and LLVM/PTX code generation, and trained for 5 SGD steps in the interpreter.
-# When the executable exists (pjc compile -o), this becomes compile + mpirun.
+# and LLVM/PTX code generation, and trained for 5 SGD steps in the interpreter and
+# under mpirun on 4 processes (the MPI runtime with JIT kernels, pjc-spmd-run).
+# When the standalone executable exists (pjc compile -o), that becomes
+# compile + mpirun ./model.bin.
 #
 # Work files go to $PJC_WORK (default /tmp/pjc-main-job), emptied at the start.
 set -euo pipefail
@@ -96,5 +98,21 @@ done
 python3 -c "import sys; l=[float(x) for x in sys.argv[1:]]; sys.exit(0 if all(b < a for a, b in zip(l, l[1:])) else 1)" "${losses[@]}" \
   || die "the loss did not decrease at every step: ${losses[*]}"
 
+say "train the same 5 steps under mpirun on 4 processes (the MPI runtime, JIT kernels per rank)"
+cargo build --release -q -p pjc-runtime --bin pjc-spmd-run "${locked[@]}" || die "cargo build pjc-spmd-run"
+RUN="${CARGO_TARGET_DIR:-target}/release/pjc-spmd-run"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1
+cp "$WORK/inputs/inputs.safetensors" "$WORK/mpi-state.safetensors"
+for s in 1 2 3 4 5; do
+  timeout 300 mpirun --oversubscribe -np 4 "$RUN" "$TRAIN" --inputs "$WORK/inputs/inputs.safetensors" \
+    --inputs "$WORK/mpi-state.safetensors" --output "$WORK/mpi-step.safetensors" || die "mpirun step $s"
+  mv "$WORK/mpi-step.safetensors" "$WORK/mpi-state.safetensors"
+  loss=$(python3 -c "import sys; sys.path.insert(0, 'examples'); import make_inputs as m; print('%.6f' % m.read_safetensors(sys.argv[1])['loss'][2][0])" "$WORK/mpi-state.safetensors")
+  want=${losses[$((s - 1))]}
+  echo "step $s: loss $loss on 4 processes (pjc eval: $want)"
+  python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if abs(a - b) <= 1e-4 * abs(b) else 1)" "$loss" "$want" \
+    || die "step $s: the 4-process loss $loss differs from pjc eval's $want"
+done
+
 echo
-echo "main-job: OK: check, fmt, eval of $PROGRAM; $TRAIN compiled (sharded, partitioned, planned, LLVM/PTX) and trained 5 steps (results in $WORK)"
+echo "main-job: OK: check, fmt, eval of $PROGRAM; $TRAIN compiled (sharded, partitioned, planned, LLVM/PTX) and trained 5 steps in pjc eval and under mpirun -np 4 (results in $WORK)"
