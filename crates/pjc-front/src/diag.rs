@@ -39,16 +39,21 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
 pub fn render(file: &str, src: &str, diags: &[Diag]) -> String {
     let mut sorted: Vec<&Diag> = diags.iter().collect();
     sorted.sort_by_key(|d| if d.span.is_none() { (u32::MAX, 0) } else { (d.span.start, d.span.end) });
+    // Line starts, so each diagnostic costs a binary search, not a scan of the file.
+    let starts: Vec<usize> = std::iter::once(0).chain(src.match_indices('\n').map(|(i, _)| i + 1)).collect();
     let mut out = String::new();
     for d in sorted {
         if d.span.is_none() {
             let _ = writeln!(out, "{file}: error: {}", d.msg);
             continue;
         }
-        let start = (d.span.start as usize).min(src.len());
-        let (line, col) = line_col(src, start);
+        let start = floor_char_boundary(src, (d.span.start as usize).min(src.len()));
+        let line = starts.partition_point(|&s| s <= start);
+        let line_start = starts[line - 1];
+        let col = src[line_start..start].chars().count() + 1;
         let _ = writeln!(out, "{file}:{line}:{col}: error: {}", d.msg);
-        let text = src.lines().nth(line - 1).unwrap_or("");
+        let line_end = src[line_start..].find('\n').map_or(src.len(), |i| line_start + i);
+        let text = src[line_start..line_end].trim_end_matches('\r');
         let _ = writeln!(out, "{text}");
         // Keep tabs so the caret lines up under the same character.
         let pad: String = text.chars().take(col - 1).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();

@@ -147,9 +147,13 @@ impl Parser {
         if self.broken.contains(name) {
             return Err(Bail);
         }
-        let later = self.toks[self.pos..]
+        // Looking ahead for a later definition costs a scan of the rest of the
+        // function; only do it for the first few errors so that inputs full of
+        // undefined uses stay linear.
+        let scan_limit = if self.diags.len() < 20 { self.toks.len() } else { self.pos };
+        let later = self.toks[self.pos..scan_limit]
             .iter()
-            .zip(self.toks[self.pos..].iter().skip(1))
+            .zip(self.toks[self.pos..scan_limit].iter().skip(1))
             .take_while(|(t, _)| !(t.line_start && matches!(&t.tok, Tok::Ident(s) if s == "func" || s == "spmd")))
             .find(|(t, next)| t.tok == Tok::Value(name.to_string()) && (t.line_start || next.tok == Tok::Eq))
             .map(|(t, _)| t.line + 1);
