@@ -30,9 +30,9 @@ use inkwell::targets::{
 use inkwell::values::{FunctionValue, IntValue};
 use inkwell::{AddressSpace, IntPredicate, OptimizationLevel};
 use pjc_fusion::kernel::{compute_type, Kernel};
-use pjc_fusion::plan::{BufferKind, Plan, Step};
-use pjc_ir::{DType, Opcode};
-use pjc_tensor::{Scalar, Tensor};
+use pjc_fusion::plan::{Plan, Step};
+
+use pjc_tensor::Tensor;
 use std::sync::Once;
 
 pub const TRIPLE: &str = "x86_64-unknown-linux-gnu";
@@ -458,8 +458,7 @@ pub fn emit_object(plan: &Plan) -> Result<Vec<u8>, CodegenError> {
 
 // ---- JIT ------------------------------------------------------------------------------
 
-/// A compiled kernel: `f(bufs, begin, end)`.
-pub type KernelFn = unsafe extern "C" fn(*const *mut u8, i64, i64);
+pub use pjc_host::{default_threads, run_kernel_threads, Buffers, HostBuf, KernelFn};
 
 /// The kernels of one plan compiled in-process (MCJIT). Keeps the LLVM context
 /// and the engine alive as long as the function pointers are used.
@@ -518,201 +517,35 @@ impl JitPlan {
         self.fns[step]
     }
 
-    /// Allocates the plan's buffers with parameters and constants filled in.
-    pub fn buffers(&self, args: &[Tensor]) -> Result<Buffers, CodegenError> {
-        let plan = &self.plan;
-        if args.len() != plan.params.len() {
-            return Err(CodegenError::Input(format!(
-                "plan @{} takes {} arguments, got {}",
-                plan.name,
-                plan.params.len(),
-                args.len()
-            )));
-        }
-        let mut bufs = Buffers { data: vec![] };
-        for b in &plan.buffers {
-            let n = b.ty.num_elements() as usize;
-            let mut s = HostBuf::zeroed(n * b.ty.dtype.size_bytes());
-            match &b.kind {
-                BufferKind::Param(i) => {
-                    let t = &args[*i];
-                    let shape: Vec<usize> = b.ty.shape.iter().map(|&d| d as usize).collect();
-                    if t.dtype() != b.ty.dtype || t.shape != shape {
-                        return Err(CodegenError::Input(format!(
-                            "argument {i} (%{}) is {}{:?}, the plan expects {}",
-                            b.name,
-                            t.dtype(),
-                            t.shape,
-                            b.ty
-                        )));
-                    }
-                    s.write_tensor(t);
-                }
-                BufferKind::Constant(lit) => {
-                    s.write_tensor(&pjc_fusion::exec::literal_tensor(lit, &b.ty));
-                }
-                BufferKind::Temp => {}
-            }
-            bufs.data.push(s);
-        }
-        Ok(bufs)
+    /// Every step's entry point (None for library steps and collectives).
+    pub fn kernel_fns(&self) -> &[Option<KernelFn>] {
+        &self.fns
     }
 
-    /// Runs every step on `bufs` with up to `threads` threads per kernel.
+    /// Allocates the plan's buffers with parameters and constants filled in.
+    pub fn buffers(&self, args: &[Tensor]) -> Result<Buffers, CodegenError> {
+        Buffers::new(&self.plan, args).map_err(host_error)
+    }
+
+    /// Runs every step on `bufs` with up to `threads` threads per kernel, as
+    /// one device alone (collectives are copies).
     pub fn run_steps(&self, bufs: &mut Buffers, threads: usize) -> Result<(), CodegenError> {
-        let plan = &self.plan;
-        for (si, step) in plan.steps.iter().enumerate() {
-            match step {
-                Step::Kernel(k) => {
-                    let f = self.fns[si].unwrap();
-                    let ptrs: Vec<*mut u8> = k
-                        .inputs
-                        .iter()
-                        .chain(&k.outputs)
-                        .map(|b| bufs.data[b.buffer].as_mut_ptr())
-                        .collect();
-                    run_kernel_threads(
-                        f,
-                        &ptrs,
-                        k.num_elements(),
-                        k.reduce
-                            .as_ref()
-                            .map_or(1, |r| r.shape.iter().product::<u64>()),
-                        threads,
-                    );
-                }
-                Step::Library {
-                    inst,
-                    inputs,
-                    output,
-                } => {
-                    let ins: Vec<Tensor> = inputs.iter().map(|&b| bufs.tensor(plan, b)).collect();
-                    let out_ty = &plan.buffers[*output].ty;
-                    let out = if inst.op == Opcode::AxisIndex {
-                        Tensor::from_scalars(DType::I32, vec![], &[Scalar::Int(0)])
-                    } else if let Some(t) = crate::gemm::try_dot(inst, &ins, out_ty, threads) {
-                        t
-                    } else {
-                        pjc_fusion::exec::library(inst, &ins, out_ty)
-                            .map_err(|e| CodegenError::Runtime(e.to_string()))?
-                    };
-                    bufs.data[*output].write_tensor(&out);
-                }
-                Step::Collective { input, output, .. } => {
-                    // One device: every group has one member, so a collective is a copy.
-                    let src = bufs.data[*input].clone();
-                    bufs.data[*output] = src;
-                }
-            }
-        }
-        Ok(())
+        pjc_host::run_steps(&self.plan, &self.fns, bufs, threads, &mut pjc_host::SingleDevice)
+            .map_err(host_error)
     }
 
     /// Runs the plan on `args` and returns its results.
     pub fn run(&self, args: &[Tensor]) -> Result<Vec<Tensor>, CodegenError> {
         let mut bufs = self.buffers(args)?;
         self.run_steps(&mut bufs, default_threads())?;
-        Ok(self
-            .plan
-            .results
-            .iter()
-            .map(|&b| bufs.tensor(&self.plan, b))
-            .collect())
+        Ok(bufs.results(&self.plan))
     }
 }
 
-/// Threads used by [`execute_plan_jit`]: `PJC_THREADS` or the machine's cores.
-pub fn default_threads() -> usize {
-    std::env::var("PJC_THREADS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1)
-}
-
-#[derive(Clone, Copy)]
-struct SendPtrs(*const *mut u8);
-unsafe impl Send for SendPtrs {}
-unsafe impl Sync for SendPtrs {}
-
-/// Calls `f` over `[0, n)`, split into contiguous ranges over up to `threads`
-/// threads when there is enough work (`work_per_point` iterations per point).
-pub fn run_kernel_threads(
-    f: KernelFn,
-    ptrs: &[*mut u8],
-    n: u64,
-    work_per_point: u64,
-    threads: usize,
-) {
-    let n = n as i64;
-    let work = (n as u64).saturating_mul(work_per_point.max(1));
-    let t = if work < 1 << 16 {
-        1
-    } else {
-        (threads as i64).min(n).max(1)
-    };
-    let p = SendPtrs(ptrs.as_ptr());
-    if t == 1 {
-        unsafe { f(p.0, 0, n) };
-        return;
-    }
-    let chunk = (n + t - 1) / t;
-    std::thread::scope(|s| {
-        for i in 0..t {
-            let (lo, hi) = (i * chunk, ((i + 1) * chunk).min(n));
-            if lo >= hi {
-                continue;
-            }
-            s.spawn(move || {
-                let p = p;
-                unsafe { f(p.0, lo, hi) }
-            });
-        }
-    });
-}
-
-/// Host memory of one plan buffer (8-byte aligned).
-#[derive(Clone)]
-pub struct HostBuf {
-    words: Vec<u64>,
-    len: usize,
-}
-
-impl HostBuf {
-    pub fn zeroed(len: usize) -> HostBuf {
-        HostBuf {
-            words: vec![0; len.div_ceil(8).max(1)],
-            len,
-        }
-    }
-    pub fn as_mut_ptr(&mut self) -> *mut u8 {
-        self.words.as_mut_ptr() as *mut u8
-    }
-    pub fn bytes(&self) -> &[u8] {
-        unsafe { std::slice::from_raw_parts(self.words.as_ptr() as *const u8, self.len) }
-    }
-    pub fn bytes_mut(&mut self) -> &mut [u8] {
-        unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr() as *mut u8, self.len) }
-    }
-    pub fn write_tensor(&mut self, t: &Tensor) {
-        let bytes = pjc_tensor::buf_to_le_bytes(&t.data);
-        assert_eq!(bytes.len(), self.len, "tensor size matches its buffer");
-        self.bytes_mut().copy_from_slice(&bytes);
-    }
-}
-
-/// All buffers of a plan.
-pub struct Buffers {
-    pub data: Vec<HostBuf>,
-}
-
-impl Buffers {
-    /// Buffer `b` read back as a tensor of its plan type.
-    pub fn tensor(&self, plan: &Plan, b: usize) -> Tensor {
-        let ty = &plan.buffers[b].ty;
-        let buf = pjc_tensor::buf_from_le_bytes(ty.dtype, self.data[b].bytes())
-            .expect("buffer sizes match their types");
-        Tensor::new(ty.shape.iter().map(|&d| d as usize).collect(), buf)
+fn host_error(e: pjc_host::HostError) -> CodegenError {
+    match e {
+        pjc_host::HostError::Input(m) => CodegenError::Input(m),
+        pjc_host::HostError::Runtime(m) => CodegenError::Runtime(m),
     }
 }
 

@@ -8,10 +8,9 @@
 //! - [`ptx`]: NVPTX (`sm_80`, `sm_90`): one `.entry` per kernel, grid-stride
 //!   elementwise loops, block-per-output reductions with warp shuffles, libdevice
 //!   for math ([`emit_ptx`]).
-//! - [`gemm`]: `dot_general` library steps through the `gemm` crate.
+//! Running plans on the host (buffers, threads, GEMM) lives in `pjc-host`.
 
 pub mod cpu;
-pub mod gemm;
 pub mod lower;
 pub mod ptx;
 

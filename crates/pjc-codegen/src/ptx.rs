@@ -79,32 +79,7 @@ pub const REDUCE_BLOCK: u32 = 256;
 /// The `ptx_kernel` calling convention: makes a function a `.entry`.
 const PTX_KERNEL_CC: u32 = 71;
 
-/// How a runtime launches one generated kernel.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PtxKernel {
-    pub name: String,
-    /// Number of output points (the `n` parameter).
-    pub points: u64,
-    /// `Some(256)` for reduction kernels: the largest block they accept (and
-    /// the one to launch; any multiple of 32 up to it works). `None` for
-    /// elementwise kernels (any launch shape).
-    pub required_block: Option<u32>,
-    /// Plan buffers of the pointer parameters, inputs then outputs.
-    pub buffers: Vec<usize>,
-    /// Consecutive points a thread handles per grid-stride step:
-    /// [`VECTOR_WIDTH`] for wide elementwise kernels, else 1. Any grid works
-    /// either way; `ceil(points / vector_width)` threads cover the output in
-    /// one step.
-    pub vector_width: u32,
-}
-
-/// A PTX module with its kernels' launch information.
-#[derive(Clone, Debug)]
-pub struct PtxModule {
-    pub arch: String,
-    pub ptx: String,
-    pub kernels: Vec<PtxKernel>,
-}
+pub use pjc_host::{PtxKernel, PtxModule};
 
 struct Nvptx;
 

@@ -240,3 +240,12 @@ impl pjc_fusion::exec::Collectives for MpiCollectives<'_> {
         self.coordinate(axis).unwrap_or(0) as i64
     }
 }
+
+impl pjc_host::StepHooks for MpiCollectives<'_> {
+    fn collective(&mut self, inst: &InstData, input: &[u8], in_ty: &TensorType, out_ty: &TensorType) -> Result<Vec<u8>, pjc_host::HostError> {
+        self.run_bytes(inst, input, in_ty, out_ty).map_err(|e| pjc_host::HostError::Runtime(e.to_string()))
+    }
+    fn axis_index(&self, axis: &str) -> Result<i64, pjc_host::HostError> {
+        self.coordinate(axis).map(|c| c as i64).ok_or_else(|| pjc_host::HostError::Runtime(format!("axis_index of unknown axis '{axis}'")))
+    }
+}

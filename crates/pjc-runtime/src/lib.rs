@@ -14,6 +14,7 @@
 //!   gather and write outputs (what `pjc-spmd-run` and, later, a compiled
 //!   executable do).
 
+pub mod backend;
 pub mod collectives;
 pub mod driver;
 pub mod exec;

@@ -14,7 +14,7 @@ fn strides(shape: &[usize]) -> Vec<usize> {
 /// The product as `(batch, m, k, n, lhs (batch stride, row stride, col stride),
 /// rhs (batch stride, row stride, col stride))`, when it is one.
 #[allow(clippy::type_complexity)]
-fn matmul_view(
+pub fn matmul_view(
     a: &[usize],
     b: &[usize],
     lb: &[usize],

@@ -1,0 +1,256 @@
+//! Running a kernel plan ([`pjc_fusion::plan::Plan`]) on the host, with no
+//! compiler in the process: what the in-process JIT (`pjc-codegen`) and the
+//! compiled executable's runtime (`pjc-runtime`, kernels loaded from a shared
+//! object) have in common.
+//!
+//! - The CPU kernel ABI ([`KernelFn`]: `void k(i8** bufs, i64 begin, i64 end)`)
+//!   and [`run_kernel_threads`], which splits `[0, n)` over threads.
+//! - [`Buffers`]: one 8-byte-aligned host allocation per plan buffer, with
+//!   parameters and constants filled in.
+//! - [`run_steps`]: the step loop — kernels, library steps (GEMM through
+//!   [`gemm::try_dot`], else the reference kernels), collectives through
+//!   [`StepHooks`] (identity on one device, MPI in the runtime).
+//! - [`PtxKernel`]: how a GPU runtime launches one generated PTX kernel (data
+//!   only: the code generator fills it in, the runtime reads it).
+
+pub mod gemm;
+
+use pjc_fusion::plan::{BufferKind, Plan, Step};
+use pjc_ir::{DType, InstData, Opcode, TensorType};
+use pjc_tensor::{Scalar, Tensor};
+
+/// A compiled CPU kernel: `f(bufs, begin, end)` computes output points
+/// `[begin, end)`; `bufs` holds the kernel's input then output buffers.
+pub type KernelFn = unsafe extern "C" fn(*const *mut u8, i64, i64);
+
+/// Why running a plan failed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum HostError {
+    /// Wrong number, shape or dtype of arguments.
+    Input(String),
+    /// A library step or a collective failed.
+    Runtime(String),
+}
+
+impl std::fmt::Display for HostError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostError::Input(m) | HostError::Runtime(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for HostError {}
+
+/// Kernel threads: `PJC_THREADS`, else the machine's cores.
+pub fn default_threads() -> usize {
+    std::env::var("PJC_THREADS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1)
+}
+
+#[derive(Clone, Copy)]
+struct SendPtrs(*const *mut u8);
+unsafe impl Send for SendPtrs {}
+unsafe impl Sync for SendPtrs {}
+
+/// Calls `f` over `[0, n)`, split into contiguous ranges over up to `threads`
+/// threads when there is enough work (`work_per_point` iterations per point).
+pub fn run_kernel_threads(f: KernelFn, ptrs: &[*mut u8], n: u64, work_per_point: u64, threads: usize) {
+    let n = n as i64;
+    let work = (n as u64).saturating_mul(work_per_point.max(1));
+    let t = if work < 1 << 16 { 1 } else { (threads as i64).min(n).max(1) };
+    let p = SendPtrs(ptrs.as_ptr());
+    if t == 1 {
+        unsafe { f(p.0, 0, n) };
+        return;
+    }
+    let chunk = (n + t - 1) / t;
+    std::thread::scope(|s| {
+        for i in 0..t {
+            let (lo, hi) = (i * chunk, ((i + 1) * chunk).min(n));
+            if lo >= hi {
+                continue;
+            }
+            s.spawn(move || {
+                let p = p;
+                unsafe { f(p.0, lo, hi) }
+            });
+        }
+    });
+}
+
+/// Host memory of one plan buffer (8-byte aligned).
+#[derive(Clone)]
+pub struct HostBuf {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl HostBuf {
+    pub fn zeroed(len: usize) -> HostBuf {
+        HostBuf { words: vec![0; len.div_ceil(8).max(1)], len }
+    }
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.words.as_mut_ptr() as *mut u8
+    }
+    pub fn bytes(&self) -> &[u8] {
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr() as *const u8, self.len) }
+    }
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr() as *mut u8, self.len) }
+    }
+    pub fn write_tensor(&mut self, t: &Tensor) {
+        let bytes = pjc_tensor::buf_to_le_bytes(&t.data);
+        assert_eq!(bytes.len(), self.len, "tensor size matches its buffer");
+        self.bytes_mut().copy_from_slice(&bytes);
+    }
+}
+
+/// All buffers of a plan.
+pub struct Buffers {
+    pub data: Vec<HostBuf>,
+}
+
+/// Checks that `t` has buffer type `ty`; `what` names it in the message.
+pub fn check_arg(t: &Tensor, ty: &TensorType, what: &str) -> Result<(), HostError> {
+    let shape: Vec<usize> = ty.shape.iter().map(|&d| d as usize).collect();
+    if t.dtype() != ty.dtype || t.shape != shape {
+        return Err(HostError::Input(format!("{what} is {}{:?}, the plan expects {ty}", t.dtype(), t.shape)));
+    }
+    Ok(())
+}
+
+impl Buffers {
+    /// Allocates `plan`'s buffers with parameters and constants filled in.
+    pub fn new(plan: &Plan, args: &[Tensor]) -> Result<Buffers, HostError> {
+        if args.len() != plan.params.len() {
+            return Err(HostError::Input(format!("plan @{} takes {} arguments, got {}", plan.name, plan.params.len(), args.len())));
+        }
+        let mut data = vec![];
+        for b in &plan.buffers {
+            let mut s = HostBuf::zeroed(b.bytes() as usize);
+            match &b.kind {
+                BufferKind::Param(i) => {
+                    check_arg(&args[*i], &b.ty, &format!("argument {i} (%{})", b.name))?;
+                    s.write_tensor(&args[*i]);
+                }
+                BufferKind::Constant(lit) => s.write_tensor(&pjc_fusion::exec::literal_tensor(lit, &b.ty)),
+                BufferKind::Temp => {}
+            }
+            data.push(s);
+        }
+        Ok(Buffers { data })
+    }
+
+    /// Buffer `b` read back as a tensor of its plan type.
+    pub fn tensor(&self, plan: &Plan, b: usize) -> Tensor {
+        let ty = &plan.buffers[b].ty;
+        let buf = pjc_tensor::buf_from_le_bytes(ty.dtype, self.data[b].bytes()).expect("buffer sizes match their types");
+        Tensor::new(ty.shape.iter().map(|&d| d as usize).collect(), buf)
+    }
+
+    /// The plan's results.
+    pub fn results(&self, plan: &Plan) -> Vec<Tensor> {
+        plan.results.iter().map(|&b| self.tensor(plan, b)).collect()
+    }
+}
+
+/// What the step loop asks of its environment.
+pub trait StepHooks {
+    /// Runs collective `inst` on this device's `input` bytes (`in_ty`) and
+    /// returns the output bytes (`out_ty`).
+    fn collective(&mut self, inst: &InstData, input: &[u8], in_ty: &TensorType, out_ty: &TensorType) -> Result<Vec<u8>, HostError>;
+    /// This device's coordinate along mesh axis `axis`.
+    fn axis_index(&self, axis: &str) -> Result<i64, HostError>;
+}
+
+/// One device alone: every group has one member, so a collective is a copy
+/// and every coordinate is 0.
+pub struct SingleDevice;
+
+impl StepHooks for SingleDevice {
+    fn collective(&mut self, _inst: &InstData, input: &[u8], _in_ty: &TensorType, _out_ty: &TensorType) -> Result<Vec<u8>, HostError> {
+        Ok(input.to_vec())
+    }
+    fn axis_index(&self, _axis: &str) -> Result<i64, HostError> {
+        Ok(0)
+    }
+}
+
+/// Runs a library step (an op without a generated kernel) on host tensors:
+/// `axis_index` from `hooks`, GEMM when the step is a plain matrix product,
+/// else the reference kernel.
+pub fn library_step(inst: &InstData, ins: &[Tensor], out_ty: &TensorType, threads: usize, hooks: &dyn StepHooks) -> Result<Tensor, HostError> {
+    if inst.op == Opcode::AxisIndex {
+        let axis = inst.attr("axis").and_then(|a| a.as_ident()).unwrap_or("");
+        let c = hooks.axis_index(axis)?;
+        return Ok(Tensor::from_scalars(DType::I32, vec![], &[Scalar::Int(c as i128)]));
+    }
+    if let Some(t) = gemm::try_dot(inst, ins, out_ty, threads) {
+        return Ok(t);
+    }
+    pjc_fusion::exec::library(inst, ins, out_ty).map_err(|e| HostError::Runtime(e.to_string()))
+}
+
+/// Runs every step of `plan` on `bufs`: kernel `si` through `kernels[si]`
+/// (`None` for non-kernel steps) with up to `threads` threads.
+pub fn run_steps(plan: &Plan, kernels: &[Option<KernelFn>], bufs: &mut Buffers, threads: usize, hooks: &mut dyn StepHooks) -> Result<(), HostError> {
+    for (si, step) in plan.steps.iter().enumerate() {
+        match step {
+            Step::Kernel(k) => {
+                let f = kernels
+                    .get(si)
+                    .copied()
+                    .flatten()
+                    .ok_or_else(|| HostError::Runtime(format!("kernel {} has no compiled code", k.name)))?;
+                let ptrs: Vec<*mut u8> = k.inputs.iter().chain(&k.outputs).map(|b| bufs.data[b.buffer].as_mut_ptr()).collect();
+                let work = k.reduce.as_ref().map_or(1, |r| r.shape.iter().product::<u64>());
+                run_kernel_threads(f, &ptrs, k.num_elements(), work, threads);
+            }
+            Step::Library { inst, inputs, output } => {
+                let ins: Vec<Tensor> = inputs.iter().map(|&b| bufs.tensor(plan, b)).collect();
+                let out = library_step(inst, &ins, &plan.buffers[*output].ty, threads, hooks)?;
+                bufs.data[*output].write_tensor(&out);
+            }
+            Step::Collective { inst, input, output } => {
+                let (in_ty, out_ty) = (&plan.buffers[*input].ty, &plan.buffers[*output].ty);
+                let out = hooks.collective(inst, bufs.data[*input].bytes(), in_ty, out_ty)?;
+                let dst = bufs.data[*output].bytes_mut();
+                if dst.len() != out.len() {
+                    return Err(HostError::Runtime(format!("collective '{}' gave {} bytes for a {out_ty} buffer", inst.op, out.len())));
+                }
+                dst.copy_from_slice(&out);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// How a GPU runtime launches one generated PTX kernel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PtxKernel {
+    pub name: String,
+    /// Number of output points (the `n` parameter, after the pointers).
+    pub points: u64,
+    /// `Some(256)` for reduction kernels: the largest block they accept (and
+    /// the one to launch; any multiple of 32 up to it works). `None` for
+    /// elementwise kernels (any launch shape).
+    pub required_block: Option<u32>,
+    /// Plan buffers of the pointer parameters, inputs then outputs.
+    pub buffers: Vec<usize>,
+    /// Consecutive points a thread handles per grid-stride step (4 for wide
+    /// elementwise kernels, else 1). Any grid works either way;
+    /// `ceil(points / vector_width)` threads cover the output in one step.
+    pub vector_width: u32,
+}
+
+/// A PTX module with its kernels' launch information.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PtxModule {
+    pub arch: String,
+    pub ptx: String,
+    pub kernels: Vec<PtxKernel>,
+}

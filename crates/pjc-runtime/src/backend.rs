@@ -1,0 +1,32 @@
+//! A device backend: where one device's plan runs. The executable's driver
+//! talks to the device only through [`Backend`], so buffers can stay on the
+//! device between the steps of a training loop (host↔device copies happen at
+//! the boundaries: parameters in, results out).
+//!
+//! - [`crate::cpu::CpuBackend`]: host buffers, kernels from the executable's
+//!   shared object, GEMM, MPI collectives.
+//! - [`crate::cuda::CudaBackend`]: device buffers, the embedded PTX, cuBLAS,
+//!   NCCL collectives on the compute stream.
+
+use crate::RuntimeError;
+use pjc_tensor::Tensor;
+
+/// One device's executor of one plan.
+pub trait Backend {
+    /// `"cpu"` or `"cuda"`.
+    fn name(&self) -> &'static str;
+    /// Sets parameter `i` to this device's shard `t` (host → device). `t` has
+    /// the plan's parameter type (the driver checked it).
+    fn set_param(&mut self, i: usize, t: &Tensor) -> Result<(), RuntimeError>;
+    /// Runs every step of the plan once: kernels, library calls, collectives.
+    /// A failure here may leave other ranks inside a collective: the driver
+    /// aborts the job.
+    fn run(&mut self) -> Result<(), RuntimeError>;
+    /// Result `k` of the last run, copied to the host.
+    fn result(&mut self, k: usize) -> Result<Tensor, RuntimeError>;
+    /// Loop mode: for each `(k, i)`, result `k` of the last run becomes
+    /// parameter `i` for the next run. Every result is read before any
+    /// parameter is written (a result may live in a parameter's buffer), and
+    /// the data stays on the device.
+    fn carry(&mut self, pairs: &[(usize, usize)]) -> Result<(), RuntimeError>;
+}
