@@ -124,25 +124,37 @@ pub fn check_arg(t: &Tensor, ty: &TensorType, what: &str) -> Result<(), HostErro
 }
 
 impl Buffers {
+    /// Allocates `plan`'s buffers with constants filled in and parameters zero.
+    pub fn alloc(plan: &Plan) -> Buffers {
+        let mut data = vec![];
+        for b in &plan.buffers {
+            let mut s = HostBuf::zeroed(b.bytes() as usize);
+            if let BufferKind::Constant(lit) = &b.kind {
+                s.write_tensor(&pjc_fusion::exec::literal_tensor(lit, &b.ty));
+            }
+            data.push(s);
+        }
+        Buffers { data }
+    }
+
     /// Allocates `plan`'s buffers with parameters and constants filled in.
     pub fn new(plan: &Plan, args: &[Tensor]) -> Result<Buffers, HostError> {
         if args.len() != plan.params.len() {
             return Err(HostError::Input(format!("plan @{} takes {} arguments, got {}", plan.name, plan.params.len(), args.len())));
         }
-        let mut data = vec![];
-        for b in &plan.buffers {
-            let mut s = HostBuf::zeroed(b.bytes() as usize);
-            match &b.kind {
-                BufferKind::Param(i) => {
-                    check_arg(&args[*i], &b.ty, &format!("argument {i} (%{})", b.name))?;
-                    s.write_tensor(&args[*i]);
-                }
-                BufferKind::Constant(lit) => s.write_tensor(&pjc_fusion::exec::literal_tensor(lit, &b.ty)),
-                BufferKind::Temp => {}
-            }
-            data.push(s);
+        let mut bufs = Buffers::alloc(plan);
+        for (i, t) in args.iter().enumerate() {
+            bufs.set_param(plan, i, t)?;
         }
-        Ok(Buffers { data })
+        Ok(bufs)
+    }
+
+    /// Writes parameter `i`.
+    pub fn set_param(&mut self, plan: &Plan, i: usize, t: &Tensor) -> Result<(), HostError> {
+        let b = plan.params[i];
+        check_arg(t, &plan.buffers[b].ty, &format!("argument {i} (%{})", plan.buffers[b].name))?;
+        self.data[b].write_tensor(t);
+        Ok(())
     }
 
     /// Buffer `b` read back as a tensor of its plan type.

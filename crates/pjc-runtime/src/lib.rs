@@ -1,6 +1,8 @@
-//! The pjc CPU multi-process runtime: one process per mesh device (rank r is
-//! device r, row-major over the mesh axes), MPI (OpenMPI through rsmpi) for
-//! the collectives, JIT-compiled kernels for the per-device plan.
+//! The runtime of pjc's compiled executables: one process per mesh device
+//! (rank r is device r, row-major over the mesh axes), MPI (OpenMPI through
+//! rsmpi) to start and for the CPU collectives, the per-device plan run by a
+//! device backend. No compiler is linked in: kernels come precompiled in the
+//! executable (a shared object for the host, PTX for GPUs).
 //!
 //! - [`world`]: MPI start-up ([`World`]), rank/size, the process-count check.
 //! - [`groups`]: device groups and shard blocks as pure functions of the mesh.
@@ -9,21 +11,27 @@
 //!   ([`MpiCollectives`], also a `pjc_fusion::exec::Collectives`), with
 //!   fixed-order (bitwise reproducible) reductions.
 //! - [`pack`]: byte packing for non-leading dimensions and shard blocks.
-//! - [`exec`]: running a plan's steps with JIT kernels or reference kernels.
-//! - [`driver`]: the whole run: load, lower, read and shard inputs, execute,
-//!   gather and write outputs (what `pjc-spmd-run` and, later, a compiled
-//!   executable do).
+//! - [`payload`]: the program a compiled executable carries after the runner.
+//! - [`shardio`]: memory-mapped inputs, read shard by shard.
+//! - [`backend`]: the device interface; [`cpu`] (host kernels from the
+//!   executable's shared object, MPI) and [`cuda`] (PTX, cuBLAS, NCCL).
+//! - [`driver`]: global types, assembling and writing outputs.
+//! - [`exe`]: the compiled executable's `main` (flags, device choice, loop
+//!   mode, logging).
 
 pub mod backend;
 pub mod collectives;
+pub mod cpu;
+pub mod cuda;
 pub mod driver;
-pub mod exec;
+pub mod exe;
 pub mod groups;
 pub mod pack;
+pub mod payload;
+pub mod shardio;
 pub mod world;
 
 pub use collectives::MpiCollectives;
-pub use driver::{run, Options};
 pub use world::World;
 
 /// Why a run failed, and its exit code (spec section 10).
@@ -66,10 +74,10 @@ impl std::fmt::Display for RuntimeError {
 
 impl std::error::Error for RuntimeError {}
 
-/// Runs `opts` on a fresh [`World`] and turns the outcome into an exit code,
+/// Runs `job` on a fresh [`World`] and turns the outcome into an exit code,
 /// printing errors once (by the rank that failed first; `error: rank R: ...`
 /// when that is not rank 0). Never panics on bad inputs or environments.
-pub fn main_with(opts: &Options) -> std::process::ExitCode {
+pub fn main_with(job: impl FnOnce(&World) -> Result<(), RuntimeError>) -> std::process::ExitCode {
     let world = match World::init() {
         Ok(w) => w,
         Err(e) => {
@@ -86,7 +94,7 @@ pub fn main_with(opts: &Options) -> std::process::ExitCode {
             other => eprintln!("error: {prefix}{other}"),
         }
     };
-    match run(&world, opts) {
+    match job(&world) {
         Ok(()) => {
             drop(world);
             std::process::ExitCode::SUCCESS

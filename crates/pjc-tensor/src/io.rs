@@ -347,6 +347,86 @@ fn safetensors_to_bytes(tensors: &[(String, Tensor)]) -> Result<Vec<u8>, String>
     safetensors::serialize(views, None).map_err(|e| e.to_string())
 }
 
+// ---- raw layouts (for readers that take one block of a mapped file) ---------------
+
+/// Where a tensor's elements lie in a file, when they are stored little-endian
+/// and row-major: a reader can then copy any block of it straight from the
+/// file's bytes (e.g. a memory map) without decoding the rest.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawLayout {
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+    /// Byte offset of the first element in the file.
+    pub offset: usize,
+}
+
+impl RawLayout {
+    pub fn byte_len(&self) -> usize {
+        self.shape.iter().product::<usize>() * self.dtype.size_bytes()
+    }
+}
+
+/// The layout of a `.npy` file's array, `Ok(None)` when its elements are
+/// stored another way (big-endian, Fortran order: decode it whole with
+/// [`decode_npy`]). Errors are the part of a message after the file name.
+pub fn npy_layout(bytes: &[u8]) -> Result<Option<RawLayout>, String> {
+    let bad = |e: &dyn std::fmt::Display| format!("is not a valid .npy file: {e}");
+    if !shape_product_fits(bytes) {
+        return Err(bad(&"the header's shape is too large"));
+    }
+    let mut cur = std::io::Cursor::new(bytes);
+    let header = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| NpyHeader::from_reader(&mut cur)))
+        .map_err(|_| bad(&"the header is malformed"))?
+        .map_err(|e| bad(&e))?;
+    let offset = cur.position() as usize;
+    let ts = match header.dtype() {
+        npyz::DType::Plain(ts) => ts,
+        other => return Err(format!("holds the structured dtype {}, which PIR does not have", other.descr())),
+    };
+    let d = npy_dtype(&ts).ok_or_else(|| format!("holds dtype {ts}, which PIR does not have"))?;
+    let shape: Vec<usize> = header
+        .shape()
+        .iter()
+        .map(|&x| usize::try_from(x).ok())
+        .collect::<Option<_>>()
+        .ok_or_else(|| bad(&"the shape is too large"))?;
+    let need = shape.iter().try_fold(d.size_bytes(), |a, &x| a.checked_mul(x)).ok_or_else(|| bad(&"the shape is too large"))?;
+    if bytes.len() - offset < need {
+        return Err(format!("is truncated: its header promises {need} bytes of {ts} data, but only {} follow", bytes.len() - offset));
+    }
+    let big = ts.endianness() == Endianness::Big && d.size_bytes() > 1;
+    if big || (header.order() == Order::Fortran && shape.len() > 1) {
+        return Ok(None);
+    }
+    Ok(Some(RawLayout { dtype: d, shape, offset }))
+}
+
+/// Decodes a whole `.npy` file's bytes (any byte order or memory order).
+pub fn decode_npy(bytes: &[u8]) -> Result<Tensor, String> {
+    npy_from_bytes(bytes)
+}
+
+/// The layouts of every tensor of a `.safetensors` file, in the order of
+/// their data in the file.
+pub fn safetensors_layouts(bytes: &[u8]) -> Result<Vec<(String, RawLayout)>, String> {
+    let bad = |e: &dyn std::fmt::Display| format!("is not a valid .safetensors file: {e}");
+    let (header_len, meta) = SafeTensors::read_metadata(bytes).map_err(|e| bad(&e))?;
+    let base = 8 + header_len;
+    let mut out = vec![];
+    for name in meta.offset_keys() {
+        let info = meta.info(&name).ok_or_else(|| bad(&format!("tensor '{name}' has no entry")))?;
+        let d = st_dtype(info.dtype)
+            .ok_or_else(|| format!("holds dtype {} (tensor '{name}'), which PIR does not have", info.dtype))?;
+        let (a, b) = info.data_offsets;
+        let l = RawLayout { dtype: d, shape: info.shape.clone(), offset: base + a };
+        if b < a || base + b > bytes.len() || l.byte_len() != b - a {
+            return Err(bad(&format!("tensor '{name}' has the wrong number of bytes")));
+        }
+        out.push((name, l));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

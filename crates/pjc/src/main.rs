@@ -4,6 +4,7 @@
 //! environment or the inputs.
 
 mod eval;
+mod exe;
 
 use clap::{Parser, Subcommand};
 use std::path::{Path, PathBuf};
@@ -27,11 +28,11 @@ enum Cmd {
     },
     /// Print the canonical text of a PIR file.
     Fmt { file: PathBuf },
-    /// Compile a PIR file. For now only `--emit pir` and `--emit sharded` are
-    /// implemented; native executables come with the code generator.
+    /// Compile a PIR file into a standalone executable (-o), or print an
+    /// intermediate form (--emit).
     Compile {
         file: PathBuf,
-        /// Output executable (not implemented yet).
+        /// The executable to write (run it with mpirun -np N, N = the mesh's devices).
         #[arg(short = 'o', value_name = "OUT")]
         output: Option<PathBuf>,
         /// Replace the mesh axis sizes, e.g. data=8,model=1 (same names, same order).
@@ -43,7 +44,7 @@ enum Cmd {
         /// Print an intermediate form instead of writing an executable.
         #[arg(long, value_enum, value_name = "KIND")]
         emit: Option<Emit>,
-        /// GPU architecture for --emit ptx.
+        /// GPU architecture of the PTX (--emit ptx and executables).
         #[arg(long, default_value = "sm_90", value_name = "ARCH")]
         gpu_arch: String,
     },
@@ -168,7 +169,7 @@ pub fn expand_in_place(m: &mut pjc_ir::Module, path: &Path) -> Result<(), Failur
 }
 
 /// Propagation, then the SPMD partitioner, on an expanded module.
-fn partition(m: &pjc_ir::Module, id: pjc_ir::FuncId) -> Result<pjc_partition::Partitioned, Failure> {
+pub(crate) fn partition(m: &pjc_ir::Module, id: pjc_ir::FuncId) -> Result<pjc_partition::Partitioned, Failure> {
     let p = pjc_sharding::propagate(m, id);
     let annotated = pjc_sharding::annotate(m, &p);
     let part = pjc_partition::partition(&annotated, id)
@@ -267,10 +268,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
                             mem.donated.iter().map(|(p, r)| format!("b{p} -> b{r}")).collect::<Vec<_>>().join(", ")
                         });
                 }
-                (None, _) => {
-                    return Err(Failure::Env(
-                        "unsupported: pjc cannot write executables yet (no code generator); use --emit pir or --emit sharded".into(),
-                    ))
+                (None, Some(out)) => exe::compile(&m, id, &out, &gpu_arch)?,
+                (None, None) => {
+                    return Err(Failure::Env("pjc compile needs -o OUT (an executable to write) or --emit KIND".into()))
                 }
             }
             Ok(())

@@ -1,5 +1,6 @@
-//! Real multi-process runs: `mpirun --oversubscribe -np N pjc-spmd-run ...` on
-//! a curated set of programs (every collective kind, also along non-leading
+//! Compiled executables under real `mpirun`: every program is compiled with
+//! `pjc compile -o` (for each mesh variant with `--mesh`) and launched as
+//! `mpirun --oversubscribe -np N ./prog.bin ...`, on a curated set of programs (every collective kind, also along non-leading
 //! dimensions and over multi-axis groups in both axis orders; a Megatron MLP
 //! on [data, model]; a data-parallel training step through `grad`; every
 //! program of tests/partition) for N = 1, 2, 4 where the mesh allows (mesh
@@ -47,9 +48,26 @@ fn scratch() -> PathBuf {
     d
 }
 
-/// Runs `cmd` (with its arguments) under `timeout`, as root-safe OpenMPI wants.
-fn launch(np: Option<usize>, args: &[String]) -> Output {
-    let bin = env!("CARGO_BIN_EXE_pjc-spmd-run");
+/// `pjc compile SRC -o DIR/NAME.bin [--mesh SPEC]`.
+fn compile(dir: &Path, name: &str, src: &str, mesh: Option<&str>) -> Result<PathBuf, String> {
+    let prog = dir.join(format!("{name}.pir"));
+    std::fs::write(&prog, src).unwrap();
+    let exe = dir.join(format!("{name}.bin"));
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pjc"));
+    c.arg("compile").arg(&prog).arg("-o").arg(&exe);
+    if let Some(m) = mesh {
+        c.args(["--mesh", m]);
+    }
+    let o = c.output().unwrap();
+    if !o.status.success() {
+        return Err(format!("pjc compile exited with {:?}:\n{}", o.status.code(), String::from_utf8_lossy(&o.stderr)));
+    }
+    Ok(exe)
+}
+
+/// Runs executable `bin` with `args` (under `mpirun -np N` when `np` is
+/// given) within `timeout`, as root-safe OpenMPI wants.
+fn launch_exe(np: Option<usize>, bin: &Path, args: &[String]) -> Output {
     let mut c = Command::new("timeout");
     c.args(["--signal=TERM", "--kill-after=10", &TIMEOUT_S.to_string()]);
     if let Some(n) = np {
@@ -63,7 +81,7 @@ fn launch(np: Option<usize>, args: &[String]) -> Output {
         .env("OMPI_MCA_pml", "ob1")
         .env("RUST_BACKTRACE", "0");
     let out = c.output().expect("cannot start `timeout` (coreutils)");
-    assert_ne!(out.status.code(), Some(124), "mpirun -np {np:?} {args:?} did not finish within {TIMEOUT_S} s (hang)");
+    assert_ne!(out.status.code(), Some(124), "mpirun -np {np:?} {} {args:?} did not finish within {TIMEOUT_S} s (hang)", bin.display());
     out
 }
 
@@ -168,21 +186,19 @@ fn run_case(case: &Case, twice: bool) -> Result<(), String> {
         .collect();
     let want = pjc_interp::eval(&m, entry, args.clone()).map_err(|e| format!("interpreter: {e}"))?;
     let dir = scratch();
-    let prog = dir.join("prog.pir");
-    std::fs::write(&prog, &case.src).unwrap();
+    let spec = case.mesh.as_ref().map(|sizes| {
+        let spec: Vec<String> = mesh.axes.iter().zip(sizes).map(|(ax, s)| format!("{}={s}", ax.name)).collect();
+        spec.join(",")
+    });
+    let exe = compile(&dir, "prog", &case.src, spec.as_deref())?;
     let inputs = dir.join("in.safetensors");
     let named: Vec<(String, Tensor)> = (0..f.params.len()).map(|i| (f.param_name(i).to_string(), args[i].clone())).collect();
     pjc_tensor::write_safetensors(&inputs, &named).unwrap();
     let mut outs = vec![];
     for k in 0..if twice { 2 } else { 1 } {
         let out = dir.join(format!("out{k}.safetensors"));
-        let mut a = vec![prog.display().to_string(), "--inputs".into(), inputs.display().to_string(), "--output".into(), out.display().to_string()];
-        if let Some(sizes) = &case.mesh {
-            let spec: Vec<String> = mesh.axes.iter().zip(sizes).map(|(ax, s)| format!("{}={s}", ax.name)).collect();
-            a.push("--mesh".into());
-            a.push(spec.join(","));
-        }
-        let o = launch(Some(n), &a);
+        let a = vec!["--inputs".into(), inputs.display().to_string(), "--output".into(), out.display().to_string()];
+        let o = launch_exe(Some(n), &exe, &a);
         if !o.status.success() {
             return Err(format!("mpirun -np {n} exited with {:?}:\n{}", o.status.code(), String::from_utf8_lossy(&o.stderr)));
         }
@@ -388,38 +404,11 @@ fn every_collective_kind_matches_the_interpreter_bit_for_bit() {
 }
 
 #[test]
-fn reference_kernels_and_single_process_runs_agree() {
-    // The same program through pjc_fusion::exec::execute (reference kernels),
-    // and a one-device program without mpirun at all.
-    let src = collectives(2, 2);
+fn one_device_programs_run_without_mpirun() {
+    // The Megatron MLP compiled for [1, 1], run as ./prog.bin (no mpirun), and
+    // with --device cpu; compared with the interpreter.
     let dir = scratch();
-    let prog = dir.join("c.pir");
-    std::fs::write(&prog, &src).unwrap();
-    let m = pjc_front::load(&src).unwrap();
-    let f = &m.funcs[m.func_by_name("main").unwrap()];
-    let mesh = m.mesh_or_single();
     let mut seed = 7u64;
-    let named: Vec<(String, Tensor)> = (0..f.params.len())
-        .map(|i| {
-            let v = &f.values[f.params[i]];
-            (f.param_name(i).to_string(), random(&pjc_ir::infer::global_type(&v.ty, v.sharding.as_ref(), &mesh), &mut seed))
-        })
-        .collect();
-    let inputs = dir.join("in.safetensors");
-    pjc_tensor::write_safetensors(&inputs, &named).unwrap();
-    let run = |extra: &[&str], out: &str, np: Option<usize>, file: &Path| {
-        let mut a = vec![file.display().to_string(), "--inputs".into(), inputs.display().to_string(), "--output".into(), dir.join(out).display().to_string()];
-        a.extend(extra.iter().map(|s| s.to_string()));
-        let o = launch(np, &a);
-        assert!(o.status.success(), "{extra:?}: {}", String::from_utf8_lossy(&o.stderr));
-        pjc_tensor::read_safetensors(&dir.join(out)).unwrap()
-    };
-    let jit = run(&[], "jit.safetensors", Some(4), &prog);
-    let reference = run(&["--reference"], "ref.safetensors", Some(4), &prog);
-    assert_eq!(jit, reference, "JIT and reference kernels differ");
-    // One device, no MPI: the Megatron MLP on [1, 1], compared with the interpreter.
-    let mp = dir.join("mlp.pir");
-    std::fs::write(&mp, MEGATRON).unwrap();
     let mut mm = pjc_front::parse(MEGATRON).unwrap();
     for a in &mut mm.mesh.as_mut().unwrap().axes {
         a.size = 1;
@@ -428,10 +417,23 @@ fn reference_kernels_and_single_process_runs_agree() {
     let fm = &mm.funcs[mm.func_by_name("main").unwrap()];
     let args: Vec<Tensor> = fm.params.iter().map(|&p| random(fm.ty(p), &mut seed)).collect();
     let named: Vec<(String, Tensor)> = (0..args.len()).map(|i| (fm.param_name(i).to_string(), args[i].clone())).collect();
+    let inputs = dir.join("in.safetensors");
     pjc_tensor::write_safetensors(&inputs, &named).unwrap();
     let want = pjc_interp::eval(&mm, mm.func_by_name("main").unwrap(), args).unwrap();
-    let got = run(&["--mesh", "data=1,model=1"], "single.safetensors", None, &mp);
-    close(&want[0], &got[0].1, false).unwrap();
+    let exe = compile(&dir, "mlp", MEGATRON, Some("data=1,model=1")).unwrap();
+    for extra in [&[][..], &["--device", "cpu"][..], &["--device", "auto"][..]] {
+        let out = dir.join("single.safetensors");
+        let mut a = vec!["--inputs".to_string(), inputs.display().to_string(), "--output".into(), out.display().to_string()];
+        a.extend(extra.iter().map(|s| s.to_string()));
+        let o = launch_exe(None, &exe, &a);
+        assert!(o.status.success(), "{extra:?}: {}", String::from_utf8_lossy(&o.stderr));
+        let got = pjc_tensor::read_safetensors(&out).unwrap();
+        close(&want[0], &got[0].1, false).unwrap();
+    }
+    // Outputs as a directory of NAME.npy.
+    let o = launch_exe(None, &exe, &["--inputs".into(), inputs.display().to_string(), "--output".into(), dir.join("npy").display().to_string()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    close(&want[0], &pjc_tensor::read_npy(&dir.join("npy/y.npy")).unwrap(), false).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -479,24 +481,170 @@ fn partition_test_programs() {
 #[test]
 fn wrong_process_count_is_a_clear_error() {
     let dir = scratch();
-    let prog = dir.join("p.pir");
-    std::fs::write(&prog, DP_GRAD).unwrap();
-    let args = vec![prog.display().to_string(), "--output".into(), dir.join("o.safetensors").display().to_string()];
+    let exe = compile(&dir, "p", DP_GRAD, None).unwrap();
+    let args = vec!["--output".into(), dir.join("o.safetensors").display().to_string()];
     // mesh [data=4] on 2 processes, and on 1 process without mpirun.
     for (np, procs) in [(Some(2), 2), (None, 1)] {
-        let o = launch(np, &args);
+        let o = launch_exe(np, &exe, &args);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "np {np:?}: exit {:?}, stderr:\n{err}", o.status.code());
         let want = format!("has 4 devices, but {procs} process");
         assert!(err.contains(&want) && err.contains("mpirun -np 4"), "np {np:?}: message should name both numbers ({want}):\n{err}");
+        assert_eq!(err.matches("error:").count(), 1, "one message, from one rank:\n{err}");
         assert!(!err.contains("panicked"), "{err}");
     }
-    // --mesh changes the device count the check uses.
-    let mut a = args.clone();
-    a.extend(["--mesh".to_string(), "data=2".to_string()]);
-    let o = launch(Some(4), &a);
+    // --mesh at compile time changes the device count the check uses.
+    let exe2 = compile(&dir, "p2", DP_GRAD, Some("data=2")).unwrap();
+    let o = launch_exe(Some(4), &exe2, &args);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("has 2 devices, but 4 processes"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Writes `named` as NAME.npy files in `dir`.
+fn write_npys(dir: &Path, named: &[(String, Tensor)]) {
+    for (n, t) in named {
+        pjc_tensor::write_npy(&dir.join(format!("{n}.npy")), t).unwrap();
+    }
+}
+
+#[test]
+fn loop_mode_trains_and_matches_repeated_eval_steps() {
+    // DP_GRAD on 4 processes for 6 steps with x and y fed from datasets of
+    // M = 40 examples (batch 16: steps wrap around the dataset), against six
+    // interpreter steps that feed w and b back and slice the same batches.
+    let dir = scratch();
+    let m = pjc_front::load(DP_GRAD).unwrap();
+    let mut m = m;
+    pjc_transforms::expand(&mut m).unwrap();
+    let entry = m.func_by_name("main").unwrap();
+    let mut seed = 11u64;
+    let (examples, batch, steps) = (40usize, 16usize, 6u64);
+    let x = random(&pjc_ir::TensorType::new(DType::F32, vec![examples as u64, 6]), &mut seed);
+    let y = random(&pjc_ir::TensorType::new(DType::F32, vec![examples as u64, 3]), &mut seed);
+    let y = pjc_tensor::unary(pjc_ir::Opcode::Tanh, &y).unwrap();
+    let w = random(&pjc_ir::TensorType::new(DType::F32, vec![6, 3]), &mut seed);
+    let b = random(&pjc_ir::TensorType::new(DType::F32, vec![3]), &mut seed);
+    write_npys(&dir, &[("x".into(), x.clone()), ("y".into(), y.clone()), ("w".into(), w.clone()), ("b".into(), b.clone())]);
+    let rows = |t: &Tensor, s: u64| -> Tensor {
+        let idx: Vec<i128> = (0..batch).map(|i| ((s as usize * batch + i) % examples) as i128).collect();
+        let idx = Tensor::from_scalars(DType::I64, vec![batch], &idx.iter().map(|&v| pjc_tensor::Scalar::Int(v)).collect::<Vec<_>>());
+        pjc_tensor::gather(t, &idx, 0).unwrap()
+    };
+    let (mut w_, mut b_) = (w, b);
+    let mut losses = vec![];
+    for s in 0..steps {
+        let out = pjc_interp::eval(&m, entry, vec![w_.clone(), b_.clone(), rows(&x, s), rows(&y, s)]).unwrap();
+        losses.push(out[0].clone());
+        w_ = out[1].clone();
+        b_ = out[2].clone();
+    }
+    let exe = compile(&dir, "train", DP_GRAD, None).unwrap();
+    let p = |n: &str| dir.join(n).display().to_string();
+    let mut args: Vec<String> = vec!["--input".into(), format!("w={}", p("w.npy")), "--input".into(), format!("b={}", p("b.npy"))];
+    args.extend(["--data".into(), format!("x={}", p("x.npy")), "--data".into(), format!("y={}", p("y.npy"))]);
+    args.extend(["--steps".into(), steps.to_string(), "--log-every".into(), "2".into(), "--output".into(), p("out.safetensors")]);
+    let o = launch_exe(Some(4), &exe, &args);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let got = pjc_tensor::read_safetensors(&dir.join("out.safetensors")).unwrap();
+    let get = |n: &str| got.iter().find(|(k, _)| k == n).unwrap().1.clone();
+    close(&w_, &get("w"), false).unwrap();
+    close(&b_, &get("b"), false).unwrap();
+    close(&losses[steps as usize - 1], &get("loss"), false).unwrap();
+    // Rank 0 logged steps 2, 4, 6 with the loss of those steps.
+    let logged: Vec<&str> = stdout.lines().filter(|l| l.starts_with("step ")).collect();
+    assert_eq!(logged.len(), 3, "{stdout}");
+    for (line, s) in logged.iter().zip([2usize, 4, 6]) {
+        assert!(line.starts_with(&format!("step {s}/6: loss=")), "{line}");
+        assert!(line.contains("steps/s") && line.contains("examples/s"), "{line}");
+        let v: f64 = line.split("loss=").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+        let want = losses[s - 1].data.lanes();
+        let pjc_tensor::Lanes::F(want) = want else { panic!() };
+        assert!((v - want[0]).abs() <= 1e-4 * want[0].abs().max(1.0), "step {s}: logged {v}, interpreter {}", want[0]);
+    }
+    // Training lowers the loss.
+    let first = match losses[0].data.lanes() { pjc_tensor::Lanes::F(v) => v[0], _ => panic!() };
+    let last = match losses[5].data.lanes() { pjc_tensor::Lanes::F(v) => v[0], _ => panic!() };
+    assert!(last < first, "loss went from {first} to {last}");
+    // Same N, same bits.
+    let o2 = launch_exe(Some(4), &exe, &args.iter().map(|a| a.replace("out.safetensors", "out2.safetensors")).collect::<Vec<_>>());
+    assert!(o2.status.success());
+    let bits = |f: &str| std::fs::read(dir.join(f)).unwrap();
+    assert_eq!(bits("out.safetensors"), bits("out2.safetensors"), "two runs gave different bits");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn input_errors_are_one_clear_line_and_no_hang() {
+    let dir = scratch();
+    let exe = compile(&dir, "p", DP_GRAD, None).unwrap();
+    let mut seed = 3u64;
+    let t = |shape: Vec<u64>, seed: &mut u64| random(&pjc_ir::TensorType::new(DType::F32, shape), seed);
+    let good = [("w", t(vec![6, 3], &mut seed)), ("b", t(vec![3], &mut seed)), ("x", t(vec![16, 6], &mut seed)), ("y", t(vec![16, 3], &mut seed))];
+    write_npys(&dir, &good.iter().map(|(n, t)| (n.to_string(), t.clone())).collect::<Vec<_>>());
+    pjc_tensor::write_npy(&dir.join("bad_shape.npy"), &t(vec![5, 3], &mut seed)).unwrap();
+    pjc_tensor::write_npy(&dir.join("bad_dtype.npy"), &Tensor::new(vec![6, 3], Buf::I32(vec![0; 18]))).unwrap();
+    pjc_tensor::write_npy(&dir.join("x40.npy"), &t(vec![40, 6], &mut seed)).unwrap();
+    pjc_tensor::write_npy(&dir.join("y41.npy"), &t(vec![41, 3], &mut seed)).unwrap();
+    std::fs::write(dir.join("corrupt.npy"), b"\x93NUMPY garbage").unwrap();
+    let p = |n: &str| dir.join(n).display().to_string();
+    let base = |skip: &str| -> Vec<String> {
+        ["w", "b", "x", "y"].iter().filter(|&&n| n != skip).flat_map(|n| ["--input".to_string(), format!("{n}={}", p(&format!("{n}.npy")))]).collect()
+    };
+    let with = |skip: &str, extra: &[String]| -> Vec<String> {
+        let mut a = base(skip);
+        a.extend(extra.iter().cloned());
+        a
+    };
+    let cases: Vec<(&str, Vec<String>, &str)> = vec![
+        ("missing input", with("b", &[]), "no input for parameter 'b'"),
+        ("unknown name", with("", &["--input".into(), format!("bogus={}", p("w.npy"))]), "has no parameter 'bogus'"),
+        ("wrong shape", with("w", &["--input".into(), format!("w={}", p("bad_shape.npy"))]), "is f32[5,3], but parameter %w of @main is f32[6,3]"),
+        ("wrong dtype", with("w", &["--input".into(), format!("w={}", p("bad_dtype.npy"))]), "is i32[6,3], but parameter %w"),
+        ("missing file", with("w", &["--input".into(), format!("w={}", p("nope.npy"))]), "nope.npy"),
+        ("corrupt file", with("w", &["--input".into(), format!("w={}", p("corrupt.npy"))]), "corrupt.npy"),
+        (
+            "datasets of different lengths",
+            {
+                let mut a = with("x", &[]);
+                let y = a.iter().position(|s| s.starts_with("y=")).unwrap();
+                a.drain(y - 1..=y);
+                a.extend(["--data".into(), format!("x={}", p("x40.npy")), "--data".into(), format!("y={}", p("y41.npy")), "--steps".into(), "2".into()]);
+                a
+            },
+            "datasets of different lengths",
+        ),
+        ("bad NAME=PATH", with("", &["--input".into(), "w".into()]), "must look like NAME=PATH"),
+    ];
+    for (what, args, want) in cases {
+        let o = launch_exe(Some(4), &exe, &args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{what}: exit {:?}\n{err}", o.status.code());
+        assert!(err.contains(want), "{what}: expected '{want}' in:\n{err}");
+        assert_eq!(err.lines().filter(|l| l.starts_with("error:")).count(), 1, "{what}: one error line:\n{err}");
+        assert!(!err.contains("panicked"), "{what}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_bare_runner_and_damaged_executables_are_clear_errors() {
+    let o = Command::new(env!("CARGO_BIN_EXE_pjc-runner")).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("carries no program"), "{}", String::from_utf8_lossy(&o.stderr));
+    let dir = scratch();
+    let exe = compile(&dir, "p", MEGATRON, Some("data=1,model=1")).unwrap();
+    let mut bytes = std::fs::read(&exe).unwrap();
+    let n = bytes.len();
+    bytes[n - 24] ^= 1; // the trailer's payload offset
+    let bad = dir.join("bad.bin");
+    std::fs::write(&bad, &bytes).unwrap();
+    std::fs::set_permissions(&bad, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let o = launch_exe(None, &bad, &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.starts_with("error:") && !err.contains("panicked"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,0 +1,141 @@
+//! The CPU backend: host buffers, the kernels of the executable's shared
+//! object, GEMM and the reference library kernels for library steps, MPI
+//! collectives (`pjc_host::run_steps` drives the steps).
+
+use crate::backend::Backend;
+use crate::collectives::MpiCollectives;
+use crate::world::World;
+use crate::RuntimeError;
+use pjc_fusion::plan::{Plan, Step};
+use pjc_host::{Buffers, KernelFn};
+use pjc_tensor::Tensor;
+
+/// The host kernels, loaded from the shared object a compiled executable
+/// carries (written to an anonymous in-memory file and opened with dlopen;
+/// nothing is left on disk).
+pub struct KernelLibrary {
+    lib: libloading::Library,
+}
+
+impl KernelLibrary {
+    pub fn load(so: &[u8]) -> Result<KernelLibrary, RuntimeError> {
+        let env = |m: String| RuntimeError::Env(format!("cannot load the executable's CPU kernels: {m}"));
+        let name = std::ffi::CString::new("pjc-kernels.so").unwrap();
+        // SAFETY: a valid name; the descriptor is owned below.
+        let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+        let (path, _file, _tmp) = if fd >= 0 {
+            use std::os::fd::FromRawFd;
+            // SAFETY: memfd_create returned a fresh descriptor that nothing else owns.
+            let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
+            std::io::Write::write_all(&mut f, so).map_err(|e| env(e.to_string()))?;
+            (std::path::PathBuf::from(format!("/proc/self/fd/{fd}")), Some(f), None)
+        } else {
+            // No memfd (old kernel, seccomp): a private temporary file.
+            let p = std::env::temp_dir().join(format!("pjc-kernels-{}-{}.so", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())));
+            std::fs::write(&p, so).map_err(|e| env(format!("cannot write '{}': {e}", p.display())))?;
+            (p.clone(), None, Some(TempFile(p)))
+        };
+        // SAFETY: the object was produced by pjc for this runtime's kernel ABI;
+        // its initializers are LLVM's (none with side effects).
+        let lib = unsafe { libloading::Library::new(&path) }.map_err(|e| env(e.to_string()))?;
+        Ok(KernelLibrary { lib })
+    }
+
+    /// The entry points of `plan`'s kernels, per step.
+    pub fn kernels(&self, plan: &Plan) -> Result<Vec<Option<KernelFn>>, RuntimeError> {
+        plan.steps
+            .iter()
+            .map(|s| match s {
+                Step::Kernel(k) => {
+                    // SAFETY: generated with exactly the KernelFn signature.
+                    let f: libloading::Symbol<KernelFn> = unsafe { self.lib.get(k.name.as_bytes()) }
+                        .map_err(|e| RuntimeError::Internal(format!("the executable's kernel library has no kernel {}: {e}", k.name)))?;
+                    Ok(Some(*f))
+                }
+                _ => Ok(None),
+            })
+            .collect()
+    }
+}
+
+/// Removes a temporary file once the library is open (dlopen keeps it mapped).
+struct TempFile(std::path::PathBuf);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Whether this CPU runs the executable's kernels (compiled for x86-64-v3).
+pub fn check_cpu() -> Result<(), RuntimeError> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let need = [
+            ("avx2", std::is_x86_feature_detected!("avx2")),
+            ("fma", std::is_x86_feature_detected!("fma")),
+            ("bmi2", std::is_x86_feature_detected!("bmi2")),
+            ("f16c", std::is_x86_feature_detected!("f16c")),
+            ("movbe", std::is_x86_feature_detected!("movbe")),
+        ];
+        let missing: Vec<&str> = need.iter().filter(|(_, ok)| !ok).map(|(n, _)| *n).collect();
+        if !missing.is_empty() {
+            return Err(RuntimeError::Env(format!(
+                "this CPU lacks {} (the executable's kernels are compiled for x86-64-v3)",
+                missing.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// One device's plan on the host.
+pub struct CpuBackend<'w> {
+    plan: Plan,
+    kernels: Vec<Option<KernelFn>>,
+    bufs: Buffers,
+    coll: MpiCollectives<'w>,
+    threads: usize,
+    // Keeps the kernels' code mapped; dropped after everything that calls it.
+    _lib: KernelLibrary,
+}
+
+impl<'w> CpuBackend<'w> {
+    /// Builds the collectives' communicators (collective: every rank calls it).
+    pub fn new(plan: &Plan, so: &[u8], world: &'w World, mesh: &pjc_ir::Mesh) -> Result<CpuBackend<'w>, RuntimeError> {
+        check_cpu()?;
+        let lib = KernelLibrary::load(so)?;
+        let kernels = lib.kernels(plan)?;
+        let coll = MpiCollectives::for_plan(world, mesh, plan)?;
+        Ok(CpuBackend { plan: plan.clone(), kernels, bufs: Buffers::alloc(plan), coll, threads: world.kernel_threads(), _lib: lib })
+    }
+}
+
+fn host(e: pjc_host::HostError) -> RuntimeError {
+    match e {
+        pjc_host::HostError::Input(m) => RuntimeError::Env(m),
+        pjc_host::HostError::Runtime(m) => RuntimeError::Internal(m),
+    }
+}
+
+impl Backend for CpuBackend<'_> {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+    fn set_param(&mut self, i: usize, t: &Tensor) -> Result<(), RuntimeError> {
+        self.bufs.set_param(&self.plan, i, t).map_err(host)
+    }
+    fn run(&mut self) -> Result<(), RuntimeError> {
+        pjc_host::run_steps(&self.plan, &self.kernels, &mut self.bufs, self.threads, &mut self.coll).map_err(host)
+    }
+    fn result(&mut self, k: usize) -> Result<Tensor, RuntimeError> {
+        Ok(self.bufs.tensor(&self.plan, self.plan.results[k]))
+    }
+    fn carry(&mut self, pairs: &[(usize, usize)]) -> Result<(), RuntimeError> {
+        let saved: Vec<Vec<u8>> = pairs.iter().map(|&(k, _)| self.bufs.data[self.plan.results[k]].bytes().to_vec()).collect();
+        for (&(_, i), bytes) in pairs.iter().zip(saved) {
+            self.bufs.data[self.plan.params[i]].bytes_mut().copy_from_slice(&bytes);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,439 @@
+//! The compiled executable's `main`: what `mpirun -np N ./model.bin ...` runs
+//! on every rank (spec section 10; docs/executable.md).
+//!
+//! 1. Read the program the executable carries ([`crate::payload`]): the
+//!    per-device program, re-planned here (deterministic; `pjc compile`
+//!    checked that it gives the plan it compiled), the host kernels and PTX.
+//! 2. Check the process count, pick the device (`--device auto|cpu|cuda`, the
+//!    same on every rank), build the backend (communicators, buffers).
+//! 3. Open the inputs memory-mapped and give every parameter its shard; in
+//!    loop mode, the `--data` parameters get the step's rows.
+//! 4. Run once, or `--steps N` times feeding carried results back and logging
+//!    scalar results on rank 0.
+//! 5. Gather the results on rank 0 and write them.
+//!
+//! Failures that only some ranks see before the run (a missing file, a bad
+//! shape) are agreed on ([`agree`]) so that every rank exits with the first
+//! failing rank's code and only that rank prints; failures during the run
+//! abort the job (other ranks may be inside a collective).
+
+use crate::backend::Backend;
+use crate::driver::{assemble, param_global_type, write_outputs};
+use crate::groups::shard_block;
+use crate::payload::{section, Payload};
+use crate::shardio::{open_named, open_safetensors, Source};
+use crate::world::World;
+use crate::RuntimeError;
+use clap::Parser;
+use pjc_fusion::plan::Plan;
+use pjc_host::PtxModule;
+use pjc_ir::{DType, Function, Mesh, TensorType};
+use pjc_tensor::Tensor;
+use std::collections::HashMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Flags of a compiled executable.
+#[derive(Parser, Debug, Default)]
+#[command(
+    about = "A program compiled by pjc. Launch it with `mpirun -np N` (N = the mesh's device count), or directly when the mesh has one device."
+)]
+pub struct ExeArgs {
+    /// A parameter's value: NAME=PATH (.npy, or .safetensors holding NAME). Repeatable; overrides --inputs.
+    #[arg(long = "input", value_name = "NAME=PATH")]
+    pub input: Vec<String>,
+    /// A safetensors file whose tensors are matched to parameters by name (others are ignored). Repeatable.
+    #[arg(long = "inputs", value_name = "PATH.safetensors")]
+    pub inputs: Vec<PathBuf>,
+    /// Where rank 0 writes the results: a .safetensors file, or a directory of NAME.npy.
+    #[arg(long, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+    /// Loop mode: run N steps, feeding each carried result back as its parameter.
+    #[arg(long, value_name = "N")]
+    pub steps: Option<u64>,
+    /// Loop mode: feed parameter NAME from a dataset (.npy) whose dimension 0 holds examples. Repeatable.
+    #[arg(long = "data", value_name = "NAME=PATH")]
+    pub data: Vec<String>,
+    /// Loop mode: rank 0 prints the scalar results every K steps.
+    #[arg(long, value_name = "K", default_value_t = 10)]
+    pub log_every: u64,
+    /// Where to run: a CUDA GPU per process when the machine has enough (auto), or force one.
+    #[arg(long, value_enum, default_value_t = DeviceChoice::Auto)]
+    pub device: DeviceChoice,
+}
+
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum DeviceChoice {
+    #[default]
+    Auto,
+    Cpu,
+    Cuda,
+}
+
+/// What the executable carries, ready to run.
+pub struct Program {
+    pub entry: String,
+    /// The per-device entry function (its signature's shardings say how the
+    /// shards compose).
+    pub spmd: Function,
+    pub mesh: Mesh,
+    pub plan: Plan,
+    pub kernels_so: Vec<u8>,
+    /// The GPU kernels, or why there are none.
+    pub ptx: Result<PtxModule, String>,
+}
+
+fn corrupt(m: String) -> RuntimeError {
+    RuntimeError::Env(format!("this executable is damaged: {m}"))
+}
+
+impl Program {
+    pub fn from_payload(p: &Payload) -> Result<Program, RuntimeError> {
+        let entry = p.text(section::ENTRY).map_err(corrupt)?.to_string();
+        let text = p.text(section::SPMD).map_err(corrupt)?;
+        let m = pjc_front::load(text).map_err(|d| corrupt(format!("its per-device program does not verify:\n{}", pjc_front::render("<spmd>", text, &d))))?;
+        let id = m.func_by_name(&entry).ok_or_else(|| corrupt(format!("its per-device program has no @{entry}")))?;
+        let spmd = m.funcs[id].clone();
+        let plan = pjc_fusion::plan(&spmd).map_err(|e| corrupt(e.0))?;
+        let kernels_so = p.get(section::KERNELS_SO).ok_or_else(|| corrupt("it carries no CPU kernels".into()))?.to_vec();
+        let ptx = match (p.text(section::PTX), p.text(section::PTX_KERNELS)) {
+            (Ok(ptx), Ok(launch)) => {
+                let kernels = crate::payload::ptx_kernels_from_text(launch).map_err(corrupt)?;
+                let arch = p.text("gpu-arch").unwrap_or("sm_90").to_string();
+                Ok(PtxModule { arch, ptx: ptx.to_string(), kernels })
+            }
+            _ => Err(p.text(section::NO_PTX).unwrap_or("it was compiled without GPU code").to_string()),
+        };
+        Ok(Program { entry, mesh: m.mesh_or_single(), spmd, plan, kernels_so, ptx })
+    }
+
+    /// Parameter names, in order.
+    pub fn params(&self) -> Vec<&str> {
+        (0..self.spmd.params.len()).map(|i| self.spmd.param_name(i)).collect()
+    }
+
+    /// (result, parameter) pairs of state-carry results (same name).
+    pub fn carried(&self) -> Vec<(usize, usize)> {
+        let f = &self.spmd;
+        (0..f.results.len()).filter_map(|k| (0..f.params.len()).find(|&i| f.param_name(i) == f.result_name(k)).map(|i| (k, i))).collect()
+    }
+}
+
+/// Makes every rank take the same path after a phase that may fail on some
+/// ranks only: the first failure (by rank) as seen by every rank — the
+/// failing rank's own error, or [`RuntimeError::Elsewhere`] on the others.
+pub fn agree<T>(world: &World, r: Result<T, RuntimeError>) -> Result<T, RuntimeError> {
+    if world.size() == 1 {
+        return r;
+    }
+    let code = match &r {
+        Ok(_) => 0u8,
+        Err(e) => e.exit_code().clamp(1, 255) as u8,
+    };
+    let codes = world.all_codes(code);
+    match codes.iter().position(|&c| c != 0) {
+        None => r,
+        Some(first) if first == world.rank() => r,
+        Some(first) => Err(RuntimeError::Elsewhere { rank: first, code: codes[first] as i32 }),
+    }
+}
+
+/// Where each parameter's value comes from.
+enum Feed {
+    /// A whole array (its shard is read once).
+    Array(Source),
+    /// A dataset: the step's batch of rows.
+    Data(Source),
+}
+
+fn env(m: String) -> RuntimeError {
+    RuntimeError::Env(m)
+}
+
+fn type_of(s: &Source) -> TensorType {
+    TensorType::new(s.dtype, s.shape.iter().map(|&d| d as u64).collect())
+}
+
+/// Matches `--inputs`, `--input` and `--data` to the parameters and checks
+/// names, shapes and dtypes (spec section 10's rules).
+fn open_feeds(p: &Program, a: &ExeArgs) -> Result<Vec<Feed>, RuntimeError> {
+    let f = &p.spmd;
+    let params = p.params();
+    let name = &p.entry;
+    let mut got: HashMap<String, (Source, bool)> = HashMap::new();
+    for file in &a.inputs {
+        for (n, s) in open_safetensors(file)? {
+            if params.contains(&n.as_str()) {
+                got.insert(n, (s, false));
+            }
+        }
+    }
+    let split = |flag: &str, spec: &str| -> Result<(String, PathBuf), RuntimeError> {
+        let (n, path) = spec.split_once('=').ok_or_else(|| env(format!("{flag} '{spec}' must look like NAME=PATH")))?;
+        if !params.contains(&n) {
+            return Err(env(format!("{flag} names '{n}', but @{name} has no parameter '{n}' (its parameters: {})", params.join(", "))));
+        }
+        Ok((n.to_string(), PathBuf::from(path)))
+    };
+    for spec in &a.input {
+        let (n, path) = split("--input", spec)?;
+        let s = open_named(&n, &path).map_err(|e| env(format!("input '{n}': {e}")))?;
+        got.insert(n, (s, false));
+    }
+    let mut data_names = vec![];
+    for spec in &a.data {
+        let (n, path) = split("--data", spec)?;
+        if data_names.contains(&n) {
+            return Err(env(format!("--data gives parameter '{n}' twice")));
+        }
+        let s = open_named(&n, &path).map_err(|e| env(format!("dataset '{n}': {e}")))?;
+        data_names.push(n.clone());
+        got.insert(n, (s, true));
+    }
+    let mut examples: Option<(String, usize)> = None;
+    let mut out = vec![];
+    for (i, &pn) in params.iter().enumerate() {
+        let want = param_global_type(f, &p.mesh, i);
+        let Some((s, is_data)) = got.remove(pn) else {
+            return Err(env(format!("no input for parameter '{pn}' ({want}): give --input {pn}=PATH, --inputs FILE.safetensors or --data {pn}=PATH")));
+        };
+        let dtype_ok = s.dtype == want.dtype || (want.dtype == DType::BF16 && s.dtype == DType::F32);
+        if is_data {
+            let m = s.shape.first().copied().unwrap_or(0);
+            let rows_ok = s.shape.len() == want.shape.len() && s.shape[1..].iter().zip(&want.shape[1..]).all(|(&a, &b)| a as u64 == b);
+            if want.shape.is_empty() || !rows_ok || !dtype_ok || m == 0 {
+                let row = if want.shape.is_empty() { "a parameter with a batch dimension".to_string() } else {
+                    format!("{}[M{}] with M >= 1", want.dtype, want.shape[1..].iter().map(|d| format!(",{d}")).collect::<String>())
+                };
+                return Err(env(format!("dataset '{pn}' from '{}' is {}, but parameter %{pn} of @{name} is {want}: its dataset must be {row}", s.path, type_of(&s))));
+            }
+            match &examples {
+                Some((other, m0)) if *m0 != m => {
+                    return Err(env(format!("datasets of different lengths: '{other}' has {m0} examples, '{pn}' has {m}")));
+                }
+                None => examples = Some((pn.to_string(), m)),
+                _ => {}
+            }
+            out.push(Feed::Data(s));
+        } else {
+            if !dtype_ok || type_of(&s).shape != want.shape {
+                return Err(env(format!("input '{pn}' from '{}' is {}, but parameter %{pn} of @{name} is {want}", s.path, type_of(&s))));
+            }
+            out.push(Feed::Array(s));
+        }
+    }
+    Ok(out)
+}
+
+/// This device's block of parameter `i`: (start, size) per dimension.
+fn param_block(p: &Program, i: usize, device: u64) -> (Vec<usize>, Vec<usize>) {
+    let g = param_global_type(&p.spmd, &p.mesh, i);
+    let shape: Vec<usize> = g.shape.iter().map(|&d| d as usize).collect();
+    let s = p.spmd.values[p.spmd.params[i]].sharding.as_ref();
+    shard_block(&p.mesh, s, &shape, device).into_iter().unzip()
+}
+
+fn to_param_dtype(t: Tensor, want: DType) -> Result<Tensor, RuntimeError> {
+    if t.dtype() == want {
+        return Ok(t);
+    }
+    pjc_tensor::convert(&t, want).map_err(|e| RuntimeError::Internal(e.to_string()))
+}
+
+/// The shard of a fixed input.
+fn array_shard(p: &Program, i: usize, s: &Source, device: u64) -> Result<Tensor, RuntimeError> {
+    let (start, size) = param_block(p, i, device);
+    to_param_dtype(s.block(&start, &size), param_global_type(&p.spmd, &p.mesh, i).dtype)
+}
+
+/// This device's rows of step `step`'s batch of dataset parameter `i`:
+/// the global batch is examples (step·B + j) mod M, j = 0..B.
+fn data_shard(p: &Program, i: usize, s: &Source, device: u64, step: u64) -> Result<Tensor, RuntimeError> {
+    let (start, size) = param_block(p, i, device);
+    let want = param_global_type(&p.spmd, &p.mesh, i);
+    let (b, m) = (want.shape[0], s.shape[0] as u64);
+    let rows: Vec<usize> = (0..size[0] as u64).map(|j| ((step.wrapping_mul(b) % m + (start[0] as u64 + j) % m) % m) as usize).collect();
+    to_param_dtype(s.rows(&rows, &start[1..], &size[1..]), want.dtype)
+}
+
+/// Picks the device kind (the same on every rank) and says which on rank 0.
+fn choose_device(world: &World, p: &Program, choice: DeviceChoice) -> Result<DeviceChoice, RuntimeError> {
+    let local = world.local_size();
+    let cuda_ok = || -> Result<(), String> {
+        let ptx = p.ptx.as_ref().map_err(|e| format!("the executable has no GPU code ({e})"))?;
+        let _ = ptx;
+        let n = crate::cuda::probe()?;
+        if n < local {
+            return Err(format!("{local} process{} on this node but {n} GPU{}", if local == 1 { "" } else { "es" }, if n == 1 { "" } else { "s" }));
+        }
+        Ok(())
+    };
+    let mine = match choice {
+        DeviceChoice::Cpu => Ok(DeviceChoice::Cpu),
+        DeviceChoice::Cuda => cuda_ok().map(|_| DeviceChoice::Cuda).map_err(|e| env(format!("--device cuda: {e}"))),
+        DeviceChoice::Auto => Ok(match cuda_ok() {
+            Ok(()) => DeviceChoice::Cuda,
+            Err(why) => {
+                if world.rank() == 0 {
+                    eprintln!("pjc: running on the CPU ({why})");
+                }
+                DeviceChoice::Cpu
+            }
+        }),
+    };
+    let mine = agree(world, mine)?;
+    // Every rank must use the same kind: with auto, CUDA only if all can.
+    let codes = world.all_codes(u8::from(mine == DeviceChoice::Cuda));
+    let kind = if codes.iter().all(|&c| c == 1) { DeviceChoice::Cuda } else { DeviceChoice::Cpu };
+    if world.rank() == 0 && kind == DeviceChoice::Cuda {
+        eprintln!("pjc: running on CUDA ({} process{}, one GPU each)", world.size(), if world.size() == 1 { "" } else { "es" });
+    }
+    Ok(kind)
+}
+
+/// Formats a scalar result for the log.
+fn scalar_text(t: &Tensor) -> String {
+    match t.data.lanes() {
+        pjc_tensor::Lanes::F(v) => format!("{:.6}", v[0]),
+        pjc_tensor::Lanes::I(v) => v[0].to_string(),
+        _ => format!("{:?}", t.data),
+    }
+}
+
+/// Runs the program on `world` with flags `a`.
+pub fn run(world: &World, payload: &Payload, a: &ExeArgs) -> Result<(), RuntimeError> {
+    let p = agree(world, Program::from_payload(payload).and_then(|p| world.check_device_count(&p.mesh).map(|_| p)))?;
+    if a.log_every == 0 {
+        return Err(env("--log-every must be at least 1".into()));
+    }
+    if a.steps == Some(0) {
+        return Err(env("--steps must be at least 1".into()));
+    }
+    let kind = choose_device(world, &p, a.device)?;
+    let device = world.rank() as u64;
+    let backend: Result<Box<dyn Backend + '_>, RuntimeError> = match kind {
+        DeviceChoice::Cuda => {
+            let ptx = p.ptx.as_ref().expect("checked by choose_device");
+            crate::cuda::CudaBackend::new(&p.plan, ptx, world, &p.mesh).map(|b| Box::new(b) as Box<dyn Backend>)
+        }
+        _ => crate::cpu::CpuBackend::new(&p.plan, &p.kernels_so, world, &p.mesh).map(|b| Box::new(b) as Box<dyn Backend>),
+    };
+    let mut backend = agree(world, backend)?;
+    // Inputs: fixed arrays now, datasets per step.
+    let feeds = agree(
+        world,
+        open_feeds(&p, a).and_then(|feeds| {
+            for (i, f) in feeds.iter().enumerate() {
+                if let Feed::Array(s) = f {
+                    backend.set_param(i, &array_shard(&p, i, s, device)?)?;
+                }
+            }
+            Ok(feeds)
+        }),
+    )?;
+    let fatal = |e: RuntimeError| RuntimeError::Fatal(Box::new(e));
+    let steps = a.steps.unwrap_or(1);
+    let looping = a.steps.is_some();
+    let carried = p.carried();
+    let logged: Vec<usize> = (0..p.spmd.results.len())
+        .filter(|&k| p.spmd.results[k].ty.shape.is_empty() && !carried.iter().any(|&(c, _)| c == k))
+        .collect();
+    let batch: u64 = feeds
+        .iter()
+        .enumerate()
+        .find_map(|(i, f)| matches!(f, Feed::Data(_)).then(|| param_global_type(&p.spmd, &p.mesh, i).shape[0]))
+        .unwrap_or(0);
+    let bar = (looping && world.rank() == 0 && std::io::stderr().is_terminal()).then(|| {
+        let b = indicatif::ProgressBar::new(steps);
+        b.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} steps [{elapsed_precise} < {eta_precise}] {msg}").expect("a valid template"));
+        b
+    });
+    let t0 = Instant::now();
+    let mut last = (0u64, t0);
+    for s in 0..steps {
+        for (i, f) in feeds.iter().enumerate() {
+            if let Feed::Data(src) = f {
+                let t = data_shard(&p, i, src, device, s).map_err(fatal)?;
+                backend.set_param(i, &t).map_err(fatal)?;
+            }
+        }
+        backend.run().map_err(fatal)?;
+        let done = s + 1;
+        if looping && (done % a.log_every == 0 || done == steps) && world.rank() == 0 {
+            let now = Instant::now();
+            let dt = now.duration_since(last.1).as_secs_f64().max(1e-9);
+            let rate = (done - last.0) as f64 / dt;
+            let mut line = format!("step {done}/{steps}:");
+            for &k in &logged {
+                let t = backend.result(k).map_err(fatal)?;
+                line.push_str(&format!(" {}={}", p.spmd.result_name(k), scalar_text(&t)));
+            }
+            line.push_str(&format!(" ({rate:.1} steps/s"));
+            if batch > 0 {
+                line.push_str(&format!(", {:.0} examples/s", rate * batch as f64));
+            }
+            line.push(')');
+            match &bar {
+                Some(b) => b.println(line),
+                None => println!("{line}"),
+            }
+            last = (done, now);
+        }
+        if let Some(b) = &bar {
+            b.set_position(done);
+        }
+        if done < steps {
+            backend.carry(&carried).map_err(fatal)?;
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    // Gather to rank 0 and write.
+    let mut named = vec![];
+    for k in 0..p.spmd.results.len() {
+        let t = backend.result(k).map_err(fatal)?;
+        let bytes = pjc_tensor::buf_to_le_bytes(&t.data);
+        if let Some(parts) = world.gather_to_root(&bytes).map_err(fatal)? {
+            named.push((p.spmd.result_name(k), assemble(&p.spmd, &p.mesh, k, &parts)));
+        }
+    }
+    drop(backend);
+    if world.rank() == 0 {
+        if let Some(out) = &a.output {
+            write_outputs(out, &named)?;
+        }
+    }
+    Ok(())
+}
+
+/// The executable's entry point.
+pub fn main() -> std::process::ExitCode {
+    let a = match ExeArgs::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return std::process::ExitCode::from(code);
+        }
+    };
+    let payload = std::env::current_exe()
+        .map_err(|e| e.to_string())
+        .and_then(|exe| Payload::read_from(&exe).map(|p| (exe, p)));
+    let payload = match payload {
+        Ok((_, Some(p))) => p,
+        Ok((exe, None)) => {
+            eprintln!(
+                "error: '{}' is pjc's runner and carries no program; `pjc compile FILE.pir -o OUT` makes an executable from it",
+                exe.display()
+            );
+            return std::process::ExitCode::from(2);
+        }
+        Err(e) => {
+            eprintln!("error: cannot read this executable's program: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    crate::main_with(|w| run(w, &payload, &a))
+}

@@ -1,0 +1,204 @@
+//! The program a compiled executable carries: named sections appended to the
+//! runner executable, found through a fixed-size trailer at the very end of
+//! the file.
+//!
+//! ```text
+//! [runner ELF][section]*[trailer]
+//! section = name_len: u32 LE, name: UTF-8, data_len: u64 LE, data
+//! trailer = payload_offset: u64 LE, payload_len: u64 LE, MAGIC (8 bytes)
+//! ```
+//!
+//! The ELF loader ignores bytes past the program's segments, so the file is
+//! still the runner executable; the runner opens itself (`/proc/self/exe`)
+//! and reads the trailer.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+/// Ends every compiled executable.
+pub const MAGIC: &[u8; 8] = b"PJCEXE01";
+const TRAILER: usize = 24;
+
+/// Section names.
+pub mod section {
+    /// The pjc version that compiled the program.
+    pub const VERSION: &str = "version";
+    /// The entry function's name.
+    pub const ENTRY: &str = "entry";
+    /// The per-device program (`pjc compile --emit spmd` text of the entry).
+    pub const SPMD: &str = "spmd.pir";
+    /// The host kernels: an x86-64 shared object.
+    pub const KERNELS_SO: &str = "kernels.so";
+    /// The GPU kernels: PTX text.
+    pub const PTX: &str = "kernels.ptx";
+    /// Launch information of the PTX kernels, one line each.
+    pub const PTX_KERNELS: &str = "kernels.ptx.launch";
+    /// Why there is no PTX (when there is none).
+    pub const NO_PTX: &str = "no-ptx";
+}
+
+/// A payload: named byte sections, in order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Payload {
+    pub sections: Vec<(String, Vec<u8>)>,
+}
+
+impl Payload {
+    pub fn add(&mut self, name: &str, data: impl Into<Vec<u8>>) {
+        self.sections.push((name.to_string(), data.into()));
+    }
+
+    pub fn get(&self, name: &str) -> Option<&[u8]> {
+        self.sections.iter().find(|(n, _)| n == name).map(|(_, d)| d.as_slice())
+    }
+
+    pub fn text(&self, name: &str) -> Result<&str, String> {
+        let d = self.get(name).ok_or_else(|| format!("the executable carries no '{name}' section"))?;
+        std::str::from_utf8(d).map_err(|_| format!("the executable's '{name}' section is not UTF-8"))
+    }
+
+    /// The sections, serialized (without the trailer).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = vec![];
+        for (name, data) in &self.sections {
+            out.extend((name.len() as u32).to_le_bytes());
+            out.extend(name.as_bytes());
+            out.extend((data.len() as u64).to_le_bytes());
+            out.extend(data);
+        }
+        out
+    }
+
+    pub fn from_bytes(mut b: &[u8]) -> Result<Payload, String> {
+        let corrupt = || "its program payload is corrupt".to_string();
+        let mut p = Payload::default();
+        while !b.is_empty() {
+            let take = |b: &mut &[u8], n: usize| -> Result<Vec<u8>, String> {
+                if b.len() < n {
+                    return Err(corrupt());
+                }
+                let (h, t) = b.split_at(n);
+                *b = t;
+                Ok(h.to_vec())
+            };
+            let nl = u32::from_le_bytes(take(&mut b, 4)?.try_into().unwrap()) as usize;
+            let name = String::from_utf8(take(&mut b, nl)?).map_err(|_| corrupt())?;
+            let dl = u64::from_le_bytes(take(&mut b, 8)?.try_into().unwrap());
+            let data = take(&mut b, usize::try_from(dl).map_err(|_| corrupt())?)?;
+            p.sections.push((name, data));
+        }
+        Ok(p)
+    }
+
+    /// `runner`'s bytes followed by this payload and the trailer.
+    pub fn append_to(&self, runner: &[u8]) -> Vec<u8> {
+        let body = self.to_bytes();
+        let mut out = Vec::with_capacity(runner.len() + body.len() + TRAILER);
+        out.extend(runner);
+        let at = out.len() as u64;
+        out.extend(&body);
+        out.extend(at.to_le_bytes());
+        out.extend((body.len() as u64).to_le_bytes());
+        out.extend(MAGIC);
+        out
+    }
+
+    /// The payload at the end of executable `path`; `Ok(None)` when it has
+    /// none (a bare runner).
+    pub fn read_from(path: &Path) -> Result<Option<Payload>, String> {
+        let mut f = std::fs::File::open(path).map_err(|e| format!("cannot open '{}': {e}", path.display()))?;
+        let len = f.metadata().map_err(|e| e.to_string())?.len();
+        if len < TRAILER as u64 {
+            return Ok(None);
+        }
+        let mut t = [0u8; TRAILER];
+        f.seek(SeekFrom::Start(len - TRAILER as u64)).and_then(|_| f.read_exact(&mut t)).map_err(|e| e.to_string())?;
+        if &t[16..] != MAGIC {
+            return Ok(None);
+        }
+        let at = u64::from_le_bytes(t[..8].try_into().unwrap());
+        let n = u64::from_le_bytes(t[8..16].try_into().unwrap());
+        if at.checked_add(n) != Some(len - TRAILER as u64) {
+            return Err("its program payload is corrupt (bad trailer)".into());
+        }
+        let mut body = vec![0u8; n as usize];
+        f.seek(SeekFrom::Start(at)).and_then(|_| f.read_exact(&mut body)).map_err(|e| e.to_string())?;
+        Payload::from_bytes(&body).map(Some)
+    }
+}
+
+/// PTX launch information as text lines:
+/// `NAME POINTS BLOCK|- VECTOR_WIDTH BUF,BUF,...`.
+pub fn ptx_kernels_to_text(ks: &[pjc_host::PtxKernel]) -> String {
+    let mut s = String::new();
+    for k in ks {
+        let block = k.required_block.map_or("-".to_string(), |b| b.to_string());
+        let bufs: Vec<String> = k.buffers.iter().map(|b| b.to_string()).collect();
+        s.push_str(&format!("{} {} {} {} {}\n", k.name, k.points, block, k.vector_width, bufs.join(",")));
+    }
+    s
+}
+
+pub fn ptx_kernels_from_text(s: &str) -> Result<Vec<pjc_host::PtxKernel>, String> {
+    let bad = |l: &str| format!("bad PTX launch line '{l}'");
+    s.lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            if f.len() != 5 {
+                return Err(bad(l));
+            }
+            Ok(pjc_host::PtxKernel {
+                name: f[0].to_string(),
+                points: f[1].parse().map_err(|_| bad(l))?,
+                required_block: if f[2] == "-" { None } else { Some(f[2].parse().map_err(|_| bad(l))?) },
+                vector_width: f[3].parse().map_err(|_| bad(l))?,
+                buffers: if f[4].is_empty() { vec![] } else { f[4].split(',').map(|b| b.parse().map_err(|_| bad(l))).collect::<Result<_, _>>()? },
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_through_a_file() {
+        let mut p = Payload::default();
+        p.add("a", b"hello".to_vec());
+        p.add("empty", vec![]);
+        p.add("bin", vec![0u8, 255, 7]);
+        let exe = p.append_to(b"\x7fELF runner bytes");
+        let dir = std::env::temp_dir().join(format!("pjc-payload-{}", std::process::id()));
+        std::fs::write(&dir, &exe).unwrap();
+        assert_eq!(Payload::read_from(&dir).unwrap(), Some(p));
+        std::fs::write(&dir, b"\x7fELF no payload at all, long enough").unwrap();
+        assert_eq!(Payload::read_from(&dir).unwrap(), None);
+        // A trailer whose offsets do not add up is reported, not trusted.
+        let mut bad = exe.clone();
+        let n = bad.len();
+        bad[n - 24] ^= 1;
+        std::fs::write(&dir, &bad).unwrap();
+        assert!(Payload::read_from(&dir).is_err());
+        std::fs::remove_file(&dir).unwrap();
+    }
+
+    #[test]
+    fn truncated_sections_are_errors() {
+        let mut p = Payload::default();
+        p.add("x", vec![1, 2, 3, 4]);
+        let b = p.to_bytes();
+        for cut in 1..b.len() {
+            assert!(Payload::from_bytes(&b[..cut]).is_err(), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn ptx_launch_lines_round_trip() {
+        let ks = vec![
+            pjc_host::PtxKernel { name: "k0_add".into(), points: 12, required_block: None, buffers: vec![0, 3], vector_width: 4 },
+            pjc_host::PtxKernel { name: "k1_reduce".into(), points: 1, required_block: Some(256), buffers: vec![2], vector_width: 1 },
+        ];
+        assert_eq!(ptx_kernels_from_text(&ptx_kernels_to_text(&ks)).unwrap(), ks);
+    }
+}

@@ -1,0 +1,144 @@
+//! `pjc compile FILE.pir -o OUT`: a standalone executable.
+//!
+//! OUT is a copy of `pjc-runner` (the runtime, built with pjc; no LLVM in it)
+//! followed by the compiled program (pjc_runtime::payload): the per-device
+//! program as canonical PIR text (the runner re-plans it; this function checks
+//! that the re-planned plan is the one compiled), the host kernels as an
+//! x86-64 shared object (LLVM object code linked by the system C compiler
+//! driver, `cc` or `$CC`), and the GPU kernels as PTX with their launch
+//! information. See docs/executable.md.
+
+use crate::Failure;
+use pjc_runtime::payload::{ptx_kernels_to_text, section, Payload};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn internal(m: String) -> Failure {
+    Failure::Env(format!("internal error: {m}"))
+}
+
+/// Where the runner is: `$PJC_RUNNER`, else next to this `pjc`. Under
+/// `cargo run` (which sets `$CARGO`) a missing runner is built first.
+fn find_runner() -> Result<PathBuf, Failure> {
+    if let Some(p) = std::env::var_os("PJC_RUNNER") {
+        let p = PathBuf::from(p);
+        return if p.is_file() { Ok(p) } else { Err(Failure::Env(format!("PJC_RUNNER is '{}', which is not a file", p.display()))) };
+    }
+    let me = std::env::current_exe().map_err(|e| Failure::Env(format!("cannot find this pjc executable: {e}")))?;
+    let dir = me.parent().map(Path::to_path_buf).unwrap_or_default();
+    let runner = dir.join("pjc-runner");
+    if runner.is_file() {
+        return Ok(runner);
+    }
+    if let Some(cargo) = std::env::var_os("CARGO") {
+        // `cargo run -p pjc` builds only the pjc binary; build its runner too,
+        // in the same profile (the directory name: debug or release).
+        let mut c = Command::new(cargo);
+        c.args(["build", "--quiet", "-p", "pjc", "--bin", "pjc-runner"]).current_dir(env!("CARGO_MANIFEST_DIR"));
+        if dir.file_name().is_some_and(|n| n == "release") {
+            c.arg("--release");
+        }
+        eprintln!("pjc: building pjc-runner (the executables' runtime) with cargo");
+        let ok = c.status().map(|s| s.success()).unwrap_or(false);
+        if ok && runner.is_file() {
+            return Ok(runner);
+        }
+    }
+    Err(Failure::Env(format!(
+        "cannot find pjc-runner (the runtime copied into every executable) next to '{}'; `cargo install --path crates/pjc` and `cargo build -p pjc` put it there, or set PJC_RUNNER",
+        me.display()
+    )))
+}
+
+/// Links `object` into a shared object with the system's C compiler driver.
+fn link_shared(object: &[u8], libmvec: bool) -> Result<Vec<u8>, Failure> {
+    let dir = std::env::temp_dir().join(format!("pjc-link-{}-{}", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())));
+    std::fs::create_dir_all(&dir).map_err(|e| Failure::Env(format!("cannot create '{}': {}", dir.display(), crate::io_reason(&e))))?;
+    let result = (|| {
+        let (obj, so) = (dir.join("kernels.o"), dir.join("kernels.so"));
+        std::fs::write(&obj, object).map_err(|e| Failure::Env(format!("cannot write '{}': {}", obj.display(), crate::io_reason(&e))))?;
+        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+        let mut c = Command::new(&cc);
+        c.arg("-shared").arg("-o").arg(&so).arg(&obj).arg("-Wl,--as-needed");
+        if libmvec {
+            c.arg("-lmvec");
+        }
+        c.arg("-lm");
+        let out = c.output().map_err(|e| {
+            Failure::Env(format!(
+                "pjc compile -o needs a C compiler driver to link the kernels, and '{cc}' cannot be run ({}); install gcc or clang, or set CC",
+                crate::io_reason(&e)
+            ))
+        })?;
+        if !out.status.success() {
+            return Err(Failure::Env(format!("linking the kernels with '{cc}' failed: {}", String::from_utf8_lossy(&out.stderr).trim())));
+        }
+        std::fs::read(&so).map_err(|e| Failure::Env(format!("cannot read '{}': {}", so.display(), crate::io_reason(&e))))
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+/// Compiles entry `entry` of the expanded module `m` into executable `out`.
+pub fn compile(m: &pjc_ir::Module, id: pjc_ir::FuncId, out: &Path, gpu_arch: &str) -> Result<(), Failure> {
+    let entry = m.funcs[id].name.clone();
+    let part = crate::partition(m, id)?;
+    let plan_of = |module: &pjc_ir::Module| -> Result<pjc_fusion::Plan, Failure> {
+        let f = module.func_by_name(&entry).ok_or_else(|| internal(format!("the per-device program has no @{entry}")))?;
+        pjc_fusion::plan(&module.funcs[f]).map_err(|e| Failure::Env(format!("unsupported: {}", e.0)))
+    };
+    let plan = plan_of(&part.module)?;
+    // The executable carries the per-device program as text and plans it
+    // again at start-up: check now that this gives the same plan.
+    let text = pjc_front::print_module(&part.module);
+    let again = pjc_front::load(&text).map_err(|d| internal(format!("the per-device program does not parse back:\n{}", pjc_front::render("<spmd>", &text, &d))))?;
+    if plan_of(&again.without_spans())? != plan_of(&part.module.without_spans())? {
+        return Err(internal("the per-device program plans differently after printing and parsing".into()));
+    }
+    let object = pjc_codegen::emit_object(&plan).map_err(|e| Failure::Env(e.to_string()))?;
+    let so = link_shared(&object, pjc_codegen::cpu::uses_libmvec())?;
+    let mut p = Payload::default();
+    p.add(section::VERSION, env!("CARGO_PKG_VERSION"));
+    p.add(section::ENTRY, entry.as_str());
+    p.add(section::SPMD, text);
+    p.add(section::KERNELS_SO, so);
+    match pjc_codegen::compile_ptx(&plan, gpu_arch) {
+        Ok(ptx) => {
+            p.add(section::PTX, ptx.ptx.as_str());
+            p.add(section::PTX_KERNELS, ptx_kernels_to_text(&ptx.kernels));
+            p.add("gpu-arch", gpu_arch);
+        }
+        Err(pjc_codegen::CodegenError::Input(m)) => return Err(Failure::Env(m)),
+        Err(e) => {
+            eprintln!("warning: the executable gets no GPU code and runs on CPUs only: {e}");
+            p.add(section::NO_PTX, e.to_string());
+        }
+    }
+    let runner_path = find_runner()?;
+    let runner = std::fs::read(&runner_path).map_err(|e| Failure::Env(format!("cannot read '{}': {}", runner_path.display(), crate::io_reason(&e))))?;
+    if pjc_runtime::payload::Payload::read_from(&runner_path).ok().flatten().is_some() {
+        return Err(Failure::Env(format!("'{}' is a compiled program, not pjc's runner", runner_path.display())));
+    }
+    write_executable(out, &p.append_to(&runner))
+}
+
+/// Writes `bytes` to `out` through a temporary file in the same directory
+/// (an existing OUT is replaced whole or not at all) and makes it executable.
+fn write_executable(out: &Path, bytes: &[u8]) -> Result<(), Failure> {
+    use std::os::unix::fs::PermissionsExt;
+    let err = |p: &Path, e: std::io::Error| Failure::Env(format!("cannot write '{}': {}", p.display(), crate::io_reason(&e)));
+    if out.is_dir() {
+        return Err(Failure::Env(format!("cannot write '{}': it is a directory", out.display())));
+    }
+    let dir = out.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = out.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_else(|| "out".into());
+    let tmp = dir.join(format!(".{name}.pjc-tmp-{}", std::process::id()));
+    let r = std::fs::write(&tmp, bytes)
+        .and_then(|_| std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)))
+        .and_then(|_| std::fs::rename(&tmp, out));
+    if let Err(e) = r {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(err(out, e));
+    }
+    Ok(())
+}
