@@ -8,6 +8,12 @@ Standard library only (no numpy), so it runs on a bare machine:
         DIR/inputs.safetensors, all float32, from a fixed-seed generator
         (the same bytes on every machine and every run).
 
+    python3 examples/make_inputs.py dataset DIR M
+        writes a training set for examples/mlp_train.pir's loop mode:
+        DIR/train_x.npy (f32[M,784]) and DIR/train_labels.npy (f32[M,10],
+        one-hot). Example i of class c is noise plus a brighter band of
+        pixels at a class-specific place, so a few passes lower the loss.
+
     python3 examples/make_inputs.py check DIR RESULT
         reads the inputs back from DIR and pjc's results from RESULT (a
         directory of NAME.npy, or a .safetensors file), recomputes the MLP in
@@ -225,7 +231,28 @@ def check(input_dir, result_path):
     return ok
 
 
+def make_dataset(m, seed=7):
+    rng = SplitMix64(seed)
+    band = IN // CLASSES
+    x, labels = [], [0.0] * (m * CLASSES)
+    for i in range(m):
+        c = rng.next_u64() % CLASSES
+        labels[i * CLASSES + c] = 1.0
+        row = [rng.uniform(0.0, 0.5) for _ in range(IN)]
+        for j in range(c * band, (c + 1) * band):
+            row[j] += 0.5
+        x.extend(row)
+    return {"train_x": ((m, IN), x), "train_labels": ((m, CLASSES), labels)}
+
+
 def main(argv):
+    if len(argv) == 4 and argv[1] == "dataset":
+        out, m = argv[2], int(argv[3])
+        os.makedirs(out, exist_ok=True)
+        for name, (shape, values) in make_dataset(m).items():
+            write_npy(os.path.join(out, name + ".npy"), shape, values)
+        print("wrote %s/train_x.npy (f32[%d,%d]) and %s/train_labels.npy (f32[%d,%d])" % (out, m, IN, out, m, CLASSES))
+        return 0
     if len(argv) == 3 and argv[1] == "gen":
         out = argv[2]
         os.makedirs(out, exist_ok=True)

@@ -4,9 +4,8 @@
 # checked against an independent recomputation); examples/mlp_train.pir (a training
 # step written with grad) is compiled through sharding, partitioning, kernel planning
 # and LLVM/PTX code generation, and trained for 5 SGD steps in the interpreter and
-# under mpirun on 4 processes (the MPI runtime with JIT kernels, pjc-spmd-run).
-# When the standalone executable exists (pjc compile -o), that becomes
-# compile + mpirun ./model.bin.
+# as a standalone executable (pjc compile -o) under mpirun -np 4 in loop mode, and
+# finally trained for 64 steps on a 512-example dataset.
 #
 # Work files go to $PJC_WORK (default /tmp/pjc-main-job), emptied at the start.
 set -euo pipefail
@@ -98,21 +97,37 @@ done
 python3 -c "import sys; l=[float(x) for x in sys.argv[1:]]; sys.exit(0 if all(b < a for a, b in zip(l, l[1:])) else 1)" "${losses[@]}" \
   || die "the loss did not decrease at every step: ${losses[*]}"
 
-say "train the same 5 steps under mpirun on 4 processes (the MPI runtime, JIT kernels per rank)"
-cargo build --release -q -p pjc-runtime --bin pjc-spmd-run "${locked[@]}" || die "cargo build pjc-spmd-run"
-RUN="${CARGO_TARGET_DIR:-target}/release/pjc-spmd-run"
+say "pjc compile $TRAIN -o $WORK/mlp_train.bin (a standalone executable: runtime + per-device program + kernels)"
+"$PJC" compile "$TRAIN" -o "$WORK/mlp_train.bin" || die "pjc compile -o"
+ls -l "$WORK/mlp_train.bin"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1
-cp "$WORK/inputs/inputs.safetensors" "$WORK/mpi-state.safetensors"
+loss_of() {
+  python3 -c "import sys; sys.path.insert(0, 'examples'); import make_inputs as m; print('%.6f' % m.read_safetensors(sys.argv[1])['loss'][2][0])" "$1"
+}
+
+say "train the same 5 steps under mpirun -np 4 ./mlp_train.bin (loop mode; the batch is the whole 64-example dataset)"
+timeout 300 mpirun --oversubscribe -np 4 "$WORK/mlp_train.bin" --inputs "$WORK/inputs/inputs.safetensors" \
+  --data "x=$WORK/inputs/x.npy" --data "labels=$WORK/inputs/labels.npy" --steps 5 --log-every 1 --device cpu \
+  --output "$WORK/mpi-5.safetensors" | tee "$WORK/mpi-5.log" || die "mpirun -np 4 mlp_train.bin --steps 5"
 for s in 1 2 3 4 5; do
-  timeout 300 mpirun --oversubscribe -np 4 "$RUN" "$TRAIN" --inputs "$WORK/inputs/inputs.safetensors" \
-    --inputs "$WORK/mpi-state.safetensors" --output "$WORK/mpi-step.safetensors" || die "mpirun step $s"
-  mv "$WORK/mpi-step.safetensors" "$WORK/mpi-state.safetensors"
-  loss=$(python3 -c "import sys; sys.path.insert(0, 'examples'); import make_inputs as m; print('%.6f' % m.read_safetensors(sys.argv[1])['loss'][2][0])" "$WORK/mpi-state.safetensors")
+  loss=$(sed -n "s/^step $s\/5: loss=\([0-9.]*\).*/\1/p" "$WORK/mpi-5.log")
   want=${losses[$((s - 1))]}
-  echo "step $s: loss $loss on 4 processes (pjc eval: $want)"
+  [ -n "$loss" ] || die "step $s: no loss logged"
   python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if abs(a - b) <= 1e-4 * abs(b) else 1)" "$loss" "$want" \
     || die "step $s: the 4-process loss $loss differs from pjc eval's $want"
+  echo "step $s: loss $loss on 4 processes = pjc eval's $want (rtol 1e-4)"
 done
 
+say "train 64 steps on a 512-example dataset (batch 64 split over 4 processes, 8 passes)"
+python3 examples/make_inputs.py dataset "$WORK/data" 512
+timeout 600 mpirun --oversubscribe -np 4 "$WORK/mlp_train.bin" --inputs "$WORK/inputs/inputs.safetensors" \
+  --data "x=$WORK/data/train_x.npy" --data "labels=$WORK/data/train_labels.npy" --steps 64 --log-every 8 \
+  --output "$WORK/trained.safetensors" | tee "$WORK/train.log" || die "mpirun -np 4 mlp_train.bin --steps 64"
+first=$(sed -n 's/^step 8\/64: loss=\([0-9.]*\).*/\1/p' "$WORK/train.log")
+last=$(loss_of "$WORK/trained.safetensors")
+python3 -c "import sys; sys.exit(0 if float(sys.argv[2]) < 0.5 * float(sys.argv[1]) else 1)" "$first" "$last" \
+  || die "training did not lower the loss enough: step 8 $first, step 64 $last"
+echo "loss: step 8 $first -> step 64 $last; trained parameters in $WORK/trained.safetensors"
+
 echo
-echo "main-job: OK: check, fmt, eval of $PROGRAM; $TRAIN compiled (sharded, partitioned, planned, LLVM/PTX) and trained 5 steps in pjc eval and under mpirun -np 4 (results in $WORK)"
+echo "main-job: OK: check, fmt, eval of $PROGRAM; $TRAIN compiled (sharded, partitioned, planned, LLVM/PTX, -o executable) and trained under mpirun -np 4: 5 steps equal to pjc eval, 64 steps lowering the loss (results in $WORK)"

@@ -9,6 +9,7 @@
 //! stays readable.
 
 pub mod grad;
+pub use grad::inline_calls;
 pub mod simplify;
 pub mod vmap;
 

@@ -83,16 +83,17 @@ fn link_shared(object: &[u8], libmvec: bool) -> Result<Vec<u8>, Failure> {
 pub fn compile(m: &pjc_ir::Module, id: pjc_ir::FuncId, out: &Path, gpu_arch: &str) -> Result<(), Failure> {
     let entry = m.funcs[id].name.clone();
     let part = crate::partition(m, id)?;
+    let single = crate::per_device(&part, &entry)?;
     let plan_of = |module: &pjc_ir::Module| -> Result<pjc_fusion::Plan, Failure> {
         let f = module.func_by_name(&entry).ok_or_else(|| internal(format!("the per-device program has no @{entry}")))?;
         pjc_fusion::plan(&module.funcs[f]).map_err(|e| Failure::Env(format!("unsupported: {}", e.0)))
     };
-    let plan = plan_of(&part.module)?;
+    let plan = plan_of(&single)?;
     // The executable carries the per-device program as text and plans it
     // again at start-up: check now that this gives the same plan.
-    let text = pjc_front::print_module(&part.module);
+    let text = pjc_front::print_module(&single);
     let again = pjc_front::load(&text).map_err(|d| internal(format!("the per-device program does not parse back:\n{}", pjc_front::render("<spmd>", &text, &d))))?;
-    if plan_of(&again.without_spans())? != plan_of(&part.module.without_spans())? {
+    if plan_of(&again.without_spans())? != plan_of(&single.without_spans())? {
         return Err(internal("the per-device program plans differently after printing and parsing".into()));
     }
     let object = pjc_codegen::emit_object(&plan).map_err(|e| Failure::Env(e.to_string()))?;

@@ -186,11 +186,31 @@ pub(crate) fn partition(m: &pjc_ir::Module, id: pjc_ir::FuncId) -> Result<pjc_pa
     Ok(part)
 }
 
+/// The per-device program of the entry as one function: the partitioned
+/// entry with the `spmd func`s it calls inlined (what gets planned and what an
+/// executable carries), alone in a module with the mesh.
+pub(crate) fn per_device(part: &pjc_partition::Partitioned, entry: &str) -> Result<pjc_ir::Module, Failure> {
+    let id = part.module.func_by_name(entry).ok_or_else(|| Failure::Env(format!("internal error: the per-device program has no @{entry}")))?;
+    let f = pjc_transforms::inline_calls(&part.module, id).map_err(|e| Failure::Env(e.msg))?;
+    let mut single = part.module.clone();
+    single.funcs = Default::default();
+    single.funcs.push(f);
+    single.end_comments.clear();
+    Ok(single)
+}
+
+/// The kernel plan of the entry's per-device program, and that program.
+fn kernel_plan_of(m: &pjc_ir::Module, id: pjc_ir::FuncId) -> Result<(pjc_fusion::Plan, pjc_ir::Function), Failure> {
+    let part = partition(m, id)?;
+    let single = per_device(&part, &m.funcs[id].name)?;
+    let f = single.funcs.values().next().expect("one function").clone();
+    let plan = pjc_fusion::plan(&f).map_err(|e| Failure::Env(format!("unsupported: {}", e.0)))?;
+    Ok((plan, f))
+}
+
 /// The kernel plan of the entry's per-device program.
 fn kernel_plan(m: &pjc_ir::Module, id: pjc_ir::FuncId) -> Result<pjc_fusion::Plan, Failure> {
-    let part = partition(m, id)?;
-    let f = &part.module.funcs[part.module.func_by_name(&m.funcs[id].name).unwrap()];
-    pjc_fusion::plan(f).map_err(|e| Failure::Env(e.0))
+    kernel_plan_of(m, id).map(|(p, _)| p)
 }
 
 /// (parameter, result) index pairs of state-carry results.
@@ -258,10 +278,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     print!("{}", pjc_codegen::emit_ptx(&plan, &gpu_arch).map_err(|e| Failure::Env(e.to_string()))?);
                 }
                 (Some(Emit::Plan), _) => {
-                    let part = partition(&m, id)?;
-                    let f = &part.module.funcs[part.module.func_by_name(&m.funcs[id].name).unwrap()];
-                    let plan = pjc_fusion::plan(f).map_err(|e| Failure::Env(e.0))?;
-                    let mem = pjc_fusion::plan_memory(&plan, &carried(f));
+                    let (plan, f) = kernel_plan_of(&m, id)?;
+                    let mem = pjc_fusion::plan_memory(&plan, &carried(&f));
                     print!("{plan}");
                     println!("  memory: peak {} bytes per device; donated (in place): {}", mem.peak,
                         if mem.donated.is_empty() { "none".to_string() } else {
@@ -281,7 +299,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             print!("{}", pjc_sharding::explain(&m, &p));
             let part = partition(&m, id)?;
             print!("{}", explain_collectives(&part.collectives));
-            let f = &part.module.funcs[part.module.func_by_name(&m.funcs[id].name).unwrap()];
+            let single = per_device(&part, &m.funcs[id].name)?;
+            let f = single.funcs.values().next().expect("one function");
             match pjc_fusion::plan(f) {
                 Ok(plan) => {
                     let mem = pjc_fusion::plan_memory(&plan, &carried(f));
@@ -303,6 +322,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
 }
 
 fn main() -> ExitCode {
+    // A closed stdout (`pjc compile --emit ptx | head`) ends pjc quietly, as
+    // for any Unix filter, instead of a panic on the failed write.
+    // SAFETY: setting a signal disposition before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,

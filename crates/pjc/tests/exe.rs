@@ -389,6 +389,22 @@ func @main(%w: f32[6,3], %b: f32[3], %x: f32[16,6] on [data, _], %y: f32[16,3] o
 }
 ";
 
+const SHARD_MAP: &str = "// A func calling a spmd func (shard_map): global types at the call site.
+mesh [data=4]
+
+spmd func @local_sum(%x: f32[4,8] on [data, _]) -> (s: f32[8]) {
+  %p = reduce %x {dims=[0], kind=sum}
+  %s = all_reduce %p {axes=[data], kind=sum}
+  return %s
+}
+
+func @main(%x: f32[16,8], %w: f32[8]) -> (s: f32[8], t: f32[8]) {
+  %s = call @local_sum(%x) : f32[8]
+  %t = mul %s, %w
+  return %s, %t
+}
+";
+
 // ---- the tests ----------------------------------------------------------------------
 
 #[test]
@@ -441,6 +457,7 @@ fn one_device_programs_run_without_mpirun() {
 fn megatron_mlp_and_data_parallel_grad_step() {
     let mut cases = variants("megatron", MEGATRON);
     cases.extend(variants("dp_grad", DP_GRAD));
+    cases.push(Case { name: "shard_map".into(), src: SHARD_MAP.into(), mesh: None, exact: false });
     run_all(&cases, true);
 }
 

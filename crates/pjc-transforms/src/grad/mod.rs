@@ -524,3 +524,28 @@ impl Gen<'_> {
         Ok(res)
     }
 }
+
+/// A copy of function `id` of `m` with every call inlined (recursively;
+/// inside a `func`, calls of `spmd func`s stay calls, as shard_map boundaries).
+/// What runs a per-device program whose `spmd func` calls others: the kernel
+/// planner sees one straight-line body.
+pub fn inline_calls(m: &Module, id: FuncId) -> Result<Function, TransformError> {
+    let f = &m.funcs[id];
+    let mut out = Function::new(&f.name, f.kind);
+    for (i, &p) in f.params.iter().enumerate() {
+        let v = &f.values[p];
+        let nv = out.add_value(&v.name, v.ty.clone(), ValueDef::Param(i), Span::NONE);
+        out.values[nv].sharding = v.sharding.clone();
+        out.params.push(nv);
+    }
+    out.results = f.results.clone();
+    let args = out.params.clone();
+    let mesh = m.mesh_or_single();
+    let sigs = pjc_ir::builder::signatures(m);
+    let ret = {
+        let mut b = Builder::new(&mut out, &mesh, &sigs);
+        inline(&mut b, m, f, &args, "", f.span)?
+    };
+    out.ret = ret;
+    Ok(out)
+}

@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# The GPU check: the same compiled executables run with --device cuda and with
+# --device cpu on a machine with one NVIDIA GPU, outputs compared (with each
+# other and with the expected outputs of the numeric cases) and timed.
+#
+#   bash scripts/gpu-check.sh prepare   # here (cargo, LLVM): builds gpu-bundle.tar.xz
+#   bash scripts/gpu-check.sh run       # there (one GPU, no cargo, maybe no MPI)
+#
+# `prepare` compiles, for a one-device mesh (--mesh all ones): the numeric test
+# cases of every op family (f32, plus the families without an f32 case), every
+# program of tests/partition, examples/mlp.pir and examples/mlp_train.pir (loop
+# mode on a generated dataset); it bundles them with their inputs, the
+# comparison script, and the shared libraries pjc-runner needs that a bare
+# machine may lack (OpenMPI's), compressed together (the executables share the
+# runner's bytes, so the bundle stays small).
+#
+# `run` unpacks the bundle, runs every program with --device cpu and --device
+# cuda, compares, times, and writes a report (markdown) to $OUT (or ./gpu-out).
+# Multi-rank NCCL cannot run on a one-GPU machine (NCCL refuses two ranks on one
+# GPU): collectives run over size-1 communicators only; multi-rank collectives
+# are tested on the CPU path in CI.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+mode=${1:-}
+BUNDLE=gpu-bundle
+say() { echo "==> $*"; }
+
+prepare() {
+  set -e
+  export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+  cargo build --release -p pjc --locked
+  local pjc=${CARGO_TARGET_DIR:-target}/release/pjc
+  local runner=${CARGO_TARGET_DIR:-target}/release/pjc-runner
+  rm -rf "$BUNDLE" "$BUNDLE.tar.xz"
+  mkdir -p "$BUNDLE/progs" "$BUNDLE/lib"
+  # Numeric cases: every f32 case, and one case of each family without f32.
+  python3 - "$BUNDLE/cases.txt" <<'EOF'
+import os, re, sys
+cases = sorted(os.listdir("tests/numeric/cases"))
+fam = lambda c: re.sub(r"_(f32|f64|f16|bf16|i8|i16|i32|i64|u8|u16|u32|u64|pred|other)$", "", c)
+have_f32 = {fam(c) for c in cases if c.endswith("_f32")}
+pick = [c for c in cases if c.endswith("_f32")]
+seen = set()
+for c in cases:
+    f = fam(c)
+    if f not in have_f32 and f not in seen:
+        seen.add(f)
+        pick.append(c)
+open(sys.argv[1], "w").write("\n".join(pick) + "\n")
+print(f"{len(pick)} numeric cases of {len(cases)}")
+EOF
+  while read -r c; do
+    local d="$BUNDLE/progs/num_$c"
+    mkdir -p "$d"
+    if ! "$pjc" compile "tests/numeric/cases/$c/prog.pir" -o "$d/prog.bin" 2>"$d/compile.err"; then
+      echo "compile failed: $c: $(head -c 300 "$d/compile.err")"
+      rm -rf "$d"
+      continue
+    fi
+    cp tests/numeric/cases/"$c"/in_*.npy "$d/" 2>/dev/null || true
+    mkdir -p "$d/expected"
+    for f in tests/numeric/cases/"$c"/out_*.npy; do
+      local n=$(basename "$f" .npy)
+      cp "$f" "$d/expected/${n#out_}.npy"
+    done
+  done <"$BUNDLE/cases.txt"
+  # Partition programs on one device, with generated inputs.
+  for f in tests/partition/*.pir examples/mlp.pir; do
+    local n=$(basename "$f" .pir)
+    local d="$BUNDLE/progs/prog_$n"
+    mkdir -p "$d"
+    local mesh
+    mesh=$(sed -n 's/^mesh \[\(.*\)\].*/\1/p' "$f" | head -1 | sed 's/=[0-9]*/=1/g; s/ //g')
+    if [ -n "$mesh" ]; then
+      "$pjc" compile "$f" --mesh "$mesh" -o "$d/prog.bin"
+    else
+      "$pjc" compile "$f" -o "$d/prog.bin"
+    fi
+    "$pjc" compile "$f" ${mesh:+--mesh "$mesh"} --emit pir >"$d/prog.pir"
+  done
+  python3 scripts/gpu_compare.py inputs "$BUNDLE/progs"
+  # Training in loop mode.
+  local d="$BUNDLE/progs/train_mlp"
+  mkdir -p "$d"
+  "$pjc" compile examples/mlp_train.pir --mesh data=1 -o "$d/prog.bin"
+  python3 examples/make_inputs.py gen "$d/init" >/dev/null
+  python3 examples/make_inputs.py dataset "$d/data" 2048 >/dev/null
+  rm -f "$d"/init/*.npy
+  cp scripts/gpu_compare.py "$BUNDLE/"
+  # OpenMPI's libraries (pjc-runner links libmpi; a one-device run never calls MPI_Init).
+  ldd "$runner" | awk '/=> \// {print $3}' | grep -E 'libmpi|libopen-|libpmix|libhwloc|libevent|libprrte|libudev|libz\.' \
+    | while read -r l; do cp -L "$l" "$BUNDLE/lib/"; done
+  python3 - <<'EOF'
+import lzma, tarfile
+with tarfile.open("gpu-bundle.tar.xz", "w:xz", preset=9 | lzma.PRESET_EXTREME) as t:
+    t.add("gpu-bundle")
+EOF
+  rm -rf "$BUNDLE"
+  ls -l "$BUNDLE.tar.xz"
+}
+
+run() {
+  local out=${OUT:-$PWD/gpu-out}
+  mkdir -p "$out"
+  exec > >(tee "$out/gpu-check.log") 2>&1
+  say "machine"
+  date -u
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 | head -3
+  ldconfig -p | grep -E 'libmpi\.|libcublas\.|libnccl\.' | head
+  local work=/tmp/pjc-gpu-check
+  rm -rf "$work" && mkdir -p "$work"
+  python3 -c "import tarfile; tarfile.open('$BUNDLE.tar.xz').extractall('$work')" || { echo "no $BUNDLE.tar.xz"; exit 2; }
+  local b=$work/$BUNDLE
+  if ldd "$b/progs/prog_mlp/prog.bin" | grep -q "not found"; then
+    export LD_LIBRARY_PATH="$b/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    say "using the carried OpenMPI libraries"
+  fi
+  ldd "$b/progs/prog_mlp/prog.bin" | grep -E "not found|mpi" || true
+  # NVIDIA's pip packages (cuBLAS, NCCL) for the runtime's library search.
+  export PJC_CUDA_DEBUG=${PJC_CUDA_DEBUG:-1}
+  say "one device query"
+  (cd "$b/progs/prog_mlp" && timeout 120 ./prog.bin --device cuda --inputs ../../progs/prog_mlp/inputs.safetensors --output "$work/probe.safetensors"; echo "exit $?")
+  say "every program: --device cpu, --device cuda, compared"
+  python3 "$b/gpu_compare.py" run "$b/progs" "$out/gpu-check.md"
+  local rc=$?
+  say "training: examples/mlp_train.pir (mesh data=1), 300 steps on 2048 examples"
+  local t=$b/progs/train_mlp
+  for dev in cpu cuda; do
+    /usr/bin/time -f "$dev wall %e s" timeout 300 "$t/prog.bin" --device "$dev" --inputs "$t/init/inputs.safetensors" \
+      --data "x=$t/data/train_x.npy" --data "labels=$t/data/train_labels.npy" --steps 300 --log-every 100 \
+      --output "$work/train_$dev.safetensors" 2>&1 | tee "$work/train_$dev.log"
+  done
+  python3 "$b/gpu_compare.py" pair "$work/train_cpu.safetensors" "$work/train_cuda.safetensors" | tee -a "$out/gpu-check.md"
+  { echo; echo '```'; cat "$work/train_cpu.log" "$work/train_cuda.log"; echo '```'; } >>"$out/gpu-check.md"
+  say "report: $out/gpu-check.md"
+  cat "$out/gpu-check.md"
+  exit $rc
+}
+
+case "$mode" in
+  prepare) prepare ;;
+  run) run ;;
+  *) echo "usage: $0 prepare|run" >&2; exit 2 ;;
+esac
