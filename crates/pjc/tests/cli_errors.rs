@@ -99,3 +99,46 @@ fn mesh_override_must_keep_the_axis_names() {
     let (c, e) = pjc(&["compile", "tests/text/sharding/megatron_mlp.pir", "--emit", "sharded", "--mesh", "data=8"]);
     one_line_error(c, &e, 2, "--mesh names axes [data]");
 }
+
+/// Runs pjc with extra environment variables; returns (exit code, stderr).
+fn pjc_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pjc"));
+    c.args(args).current_dir(repo());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn compile_output_errors() {
+    let prog = format!("{CASE}/prog.pir");
+    let dir = tmp("compile");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("prog.bin");
+    let out = out.to_str().unwrap();
+    // Works first.
+    let (c, e) = pjc(&["compile", &prog, "-o", out]);
+    assert_eq!(c, 0, "{e}");
+    assert!(Path::new(out).is_file());
+    // Neither -o nor --emit.
+    let (c, e) = pjc(&["compile", &prog]);
+    one_line_error(c, &e, 2, "needs -o OUT");
+    // An output in a directory that does not exist.
+    let (c, e) = pjc(&["compile", &prog, "-o", "no/such/dir/prog.bin"]);
+    one_line_error(c, &e, 2, "cannot write 'no/such/dir/prog.bin'");
+    // An output that is a directory.
+    let (c, e) = pjc(&["compile", &prog, "-o", dir.to_str().unwrap()]);
+    one_line_error(c, &e, 2, "it is a directory");
+    // No runner where PJC_RUNNER says.
+    let (c, e) = pjc_env(&["compile", &prog, "-o", out], &[("PJC_RUNNER", "/no/such/pjc-runner")]);
+    one_line_error(c, &e, 2, "PJC_RUNNER is '/no/such/pjc-runner'");
+    // No C compiler driver to link the kernels.
+    let (c, e) = pjc_env(&["compile", &prog, "-o", out], &[("CC", "/no/such/cc")]);
+    one_line_error(c, &e, 2, "needs a C compiler driver");
+    // A failed compile leaves the previous executable whole.
+    let o = Command::new(out).args(["--input", &format!("a={CASE}/in_a.npy")]).current_dir(repo()).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "the old executable still runs and reports the missing inputs");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -15,6 +15,9 @@
 //! - rtol defaults by .npy dtype (f64 1e-12, f32 1e-5, f16 1e-2); `tol.txt` may
 //!   override it for the whole case (a bare number) or per result (`NAME=RTOL`).
 //!
+//! `numeric_cases_as_executables` runs the same cases through `pjc compile -o`
+//! and the executable (under `mpirun -np N` for programs on an N-device mesh).
+//!
 //! All cases run (in parallel); the test fails at the end listing every failing
 //! case with its first mismatch. `PJC_NUMERIC_FILTER=sub1,sub2` runs only the cases
 //! whose name contains one of the substrings.
@@ -190,8 +193,17 @@ fn tail(text: &str, n: usize) -> String {
     lines[start..].join("\n")
 }
 
+/// How a case runs.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    /// `pjc eval` (the reference interpreter).
+    Eval,
+    /// `pjc compile -o prog.bin`, then `./prog.bin` (the compiled kernels).
+    Executable,
+}
+
 /// Runs one case; returns the list of problems (empty = pass).
-fn run_case(pjc: &Path, case_dir: &Path, work: &Path) -> Vec<String> {
+fn run_case(pjc: &Path, case_dir: &Path, work: &Path, mode: Mode) -> Vec<String> {
     let mut problems = Vec::new();
     let prog = case_dir.join("prog.pir");
     if !prog.is_file() {
@@ -226,8 +238,40 @@ fn run_case(pjc: &Path, case_dir: &Path, work: &Path) -> Vec<String> {
         (Ok(a), Ok(b)) => (a, b),
         _ => return vec![format!("cannot create log files in {}", work.display())],
     };
-    let mut cmd = Command::new(pjc);
-    cmd.arg("eval").arg(&prog);
+    let mut cmd = match mode {
+        Mode::Eval => {
+            let mut c = Command::new(pjc);
+            c.arg("eval").arg(&prog);
+            c
+        }
+        Mode::Executable => {
+            let exe = work.join("prog.bin");
+            let o = Command::new(pjc).arg("compile").arg(&prog).arg("-o").arg(&exe).output();
+            match o {
+                Ok(o) if o.status.success() => {}
+                Ok(o) => return vec![format!("pjc compile -o failed ({}); stderr:\n{}", o.status, tail(&String::from_utf8_lossy(&o.stderr), 15))],
+                Err(e) => return vec![format!("cannot start {}: {e}", pjc.display())],
+            }
+            // Programs on a mesh run under mpirun, one process per device.
+            let devices = fs::read_to_string(&prog)
+                .ok()
+                .and_then(|src| pjc_front::load(&src).ok())
+                .map_or(1, |m| m.mesh_or_single().device_count());
+            let mut c = if devices > 1 {
+                let mut c = Command::new("mpirun");
+                c.args(["--oversubscribe", "-np", &devices.to_string()]).arg(exe);
+                c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+                    .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+                    .env("OMPI_MCA_btl", "self,vader")
+                    .env("OMPI_MCA_pml", "ob1");
+                c
+            } else {
+                Command::new(exe)
+            };
+            c.args(["--device", "cpu"]).env("PJC_THREADS", "1");
+            c
+        }
+    };
     for name in &inputs {
         let mut arg = std::ffi::OsString::from(format!("{name}="));
         arg.push(case_dir.join(format!("in_{name}.npy")));
@@ -255,11 +299,11 @@ fn run_case(pjc: &Path, case_dir: &Path, work: &Path) -> Vec<String> {
     let stderr = fs::read_to_string(&stderr_path).unwrap_or_default();
     match status {
         None => {
-            return vec![format!("pjc eval did not finish within {CASE_TIMEOUT:?}")];
+            return vec![format!("the run did not finish within {CASE_TIMEOUT:?}")];
         }
         Some(s) if !s.success() => {
             return vec![format!(
-                "pjc eval failed ({s}); stderr:\n{}",
+                "the run failed ({s}); stderr:\n{}",
                 tail(&stderr, 15)
             )];
         }
@@ -350,6 +394,17 @@ fn case_dirs() -> Vec<PathBuf> {
 
 #[test]
 fn numeric_reference_cases() {
+    run_all(Mode::Eval);
+}
+
+/// The same cases compiled into executables: the generated x86-64 kernels,
+/// GEMM and library steps of the CPU runtime against numpy's values.
+#[test]
+fn numeric_cases_as_executables() {
+    run_all(Mode::Executable);
+}
+
+fn run_all(mode: Mode) {
     let pjc = PathBuf::from(env!("CARGO_BIN_EXE_pjc"));
     let dirs = case_dirs();
     assert!(
@@ -358,7 +413,8 @@ fn numeric_reference_cases() {
         cases_root().display()
     );
 
-    let scratch = std::env::temp_dir().join(format!("pjc-numeric-{}", std::process::id()));
+    let kind = if mode == Mode::Eval { "eval" } else { "exe" };
+    let scratch = std::env::temp_dir().join(format!("pjc-numeric-{kind}-{}", std::process::id()));
     let next = AtomicUsize::new(0);
     let failures: Mutex<Vec<(String, Vec<String>)>> = Mutex::new(Vec::new());
     let workers = std::thread::available_parallelism()
@@ -372,7 +428,7 @@ fn numeric_reference_cases() {
                 let Some(dir) = dirs.get(i) else { break };
                 let name = dir.file_name().unwrap().to_string_lossy().into_owned();
                 let work = scratch.join(&name);
-                let problems = run_case(&pjc, dir, &work);
+                let problems = run_case(&pjc, dir, &work, mode);
                 if problems.is_empty() {
                     let _ = fs::remove_dir_all(&work);
                 } else {
