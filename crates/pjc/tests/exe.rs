@@ -446,6 +446,14 @@ fn one_device_programs_run_without_mpirun() {
         let got = pjc_tensor::read_safetensors(&out).unwrap();
         close(&want[0], &got[0].1, false).unwrap();
     }
+    // --device cuda where CUDA cannot run (CI has no GPU) is one clear error;
+    // on a GPU machine it must work (scripts/gpu-check.sh compares it).
+    let o = launch_exe(None, &exe, &["--inputs".into(), inputs.display().to_string(), "--device".into(), "cuda".into()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    if !o.status.success() {
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.starts_with("error: --device cuda: ") && err.lines().count() == 1 && !err.contains("panicked"), "{err}");
+    }
     // Outputs as a directory of NAME.npy.
     let o = launch_exe(None, &exe, &["--inputs".into(), inputs.display().to_string(), "--output".into(), dir.join("npy").display().to_string()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
