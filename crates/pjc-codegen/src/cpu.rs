@@ -530,7 +530,7 @@ impl JitPlan {
     /// Runs every step on `bufs` with up to `threads` threads per kernel, as
     /// one device alone (collectives are copies).
     pub fn run_steps(&self, bufs: &mut Buffers, threads: usize) -> Result<(), CodegenError> {
-        pjc_host::run_steps(&self.plan, &self.fns, bufs, threads, &mut pjc_host::SingleDevice)
+        pjc_host::run_steps(&self.plan, &self.fns, bufs, threads, &mut pjc_host::SingleDevice, None)
             .map_err(host_error)
     }
 

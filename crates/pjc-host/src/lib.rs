@@ -207,10 +207,38 @@ pub fn library_step(inst: &InstData, ins: &[Tensor], out_ty: &TensorType, thread
     pjc_fusion::exec::library(inst, ins, out_ty).map_err(|e| HostError::Runtime(e.to_string()))
 }
 
+/// One step as it ran, for traces.
+#[derive(Clone, Debug)]
+pub struct StepEvent {
+    /// The kernel's name, or the op of a library step or collective.
+    pub name: String,
+    /// `"kernel"`, `"gemm"`, `"library"` or `"collective"`.
+    pub kind: &'static str,
+    pub start: std::time::Instant,
+    pub dur: std::time::Duration,
+    /// Bytes a collective sends from this device (its input), else 0.
+    pub bytes: u64,
+}
+
 /// Runs every step of `plan` on `bufs`: kernel `si` through `kernels[si]`
-/// (`None` for non-kernel steps) with up to `threads` threads.
-pub fn run_steps(plan: &Plan, kernels: &[Option<KernelFn>], bufs: &mut Buffers, threads: usize, hooks: &mut dyn StepHooks) -> Result<(), HostError> {
+/// (`None` for non-kernel steps) with up to `threads` threads; each step is
+/// recorded in `trace` when given.
+pub fn run_steps(
+    plan: &Plan,
+    kernels: &[Option<KernelFn>],
+    bufs: &mut Buffers,
+    threads: usize,
+    hooks: &mut dyn StepHooks,
+    mut trace: Option<&mut Vec<StepEvent>>,
+) -> Result<(), HostError> {
     for (si, step) in plan.steps.iter().enumerate() {
+        let start = std::time::Instant::now();
+        let (name, kind, bytes) = match step {
+            Step::Kernel(k) => (k.name.clone(), "kernel", 0),
+            Step::Library { inst, .. } if inst.op == Opcode::DotGeneral => (inst.op.to_string(), "gemm", 0),
+            Step::Library { inst, .. } => (inst.op.to_string(), "library", 0),
+            Step::Collective { inst, input, .. } => (inst.op.to_string(), "collective", plan.buffers[*input].bytes()),
+        };
         match step {
             Step::Kernel(k) => {
                 let f = kernels
@@ -236,6 +264,9 @@ pub fn run_steps(plan: &Plan, kernels: &[Option<KernelFn>], bufs: &mut Buffers, 
                 }
                 dst.copy_from_slice(&out);
             }
+        }
+        if let Some(t) = trace.as_deref_mut() {
+            t.push(StepEvent { name, kind, start, dur: start.elapsed(), bytes });
         }
     }
     Ok(())

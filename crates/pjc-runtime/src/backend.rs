@@ -29,4 +29,10 @@ pub trait Backend {
     /// parameter is written (a result may live in a parameter's buffer), and
     /// the data stays on the device.
     fn carry(&mut self, pairs: &[(usize, usize)]) -> Result<(), RuntimeError>;
+    /// Records the steps of every `run` for `--trace` (off by default).
+    fn set_tracing(&mut self, _on: bool) {}
+    /// The events recorded since the last call.
+    fn take_trace(&mut self) -> Vec<crate::trace::Event> {
+        vec![]
+    }
 }

@@ -96,6 +96,7 @@ pub struct CpuBackend<'w> {
     bufs: Buffers,
     coll: MpiCollectives<'w>,
     threads: usize,
+    trace: Option<Vec<pjc_host::StepEvent>>,
     // Keeps the kernels' code mapped; dropped after everything that calls it.
     _lib: KernelLibrary,
 }
@@ -107,7 +108,7 @@ impl<'w> CpuBackend<'w> {
         let lib = KernelLibrary::load(so)?;
         let kernels = lib.kernels(plan)?;
         let coll = MpiCollectives::for_plan(world, mesh, plan)?;
-        Ok(CpuBackend { plan: plan.clone(), kernels, bufs: Buffers::alloc(plan), coll, threads: world.kernel_threads(), _lib: lib })
+        Ok(CpuBackend { plan: plan.clone(), kernels, bufs: Buffers::alloc(plan), coll, threads: world.kernel_threads(), trace: None, _lib: lib })
     }
 }
 
@@ -126,7 +127,7 @@ impl Backend for CpuBackend<'_> {
         self.bufs.set_param(&self.plan, i, t).map_err(host)
     }
     fn run(&mut self) -> Result<(), RuntimeError> {
-        pjc_host::run_steps(&self.plan, &self.kernels, &mut self.bufs, self.threads, &mut self.coll).map_err(host)
+        pjc_host::run_steps(&self.plan, &self.kernels, &mut self.bufs, self.threads, &mut self.coll, self.trace.as_mut()).map_err(host)
     }
     fn result(&mut self, k: usize) -> Result<Tensor, RuntimeError> {
         Ok(self.bufs.tensor(&self.plan, self.plan.results[k]))
@@ -137,5 +138,12 @@ impl Backend for CpuBackend<'_> {
             self.bufs.data[self.plan.params[i]].bytes_mut().copy_from_slice(&bytes);
         }
         Ok(())
+    }
+    fn set_tracing(&mut self, on: bool) {
+        self.trace = on.then(Vec::new);
+    }
+    fn take_trace(&mut self) -> Vec<crate::trace::Event> {
+        let Some(t) = &mut self.trace else { return vec![] };
+        std::mem::take(t).into_iter().map(crate::trace::Event::from_step).collect()
     }
 }

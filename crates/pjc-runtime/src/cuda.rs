@@ -11,6 +11,14 @@ pub fn probe() -> Result<usize, String> {
     Err("this build of the pjc runtime has no CUDA backend".into())
 }
 
+pub fn gpus() -> Result<Vec<crate::devices::GpuInfo>, String> {
+    Err(probe().unwrap_err())
+}
+
+pub fn local_rank(world: &World) -> usize {
+    world.rank()
+}
+
 pub struct CudaBackend;
 
 impl CudaBackend {

@@ -61,6 +61,24 @@ pub struct ExeArgs {
     /// Where to run: a CUDA GPU per process when the machine has enough (auto), or force one.
     #[arg(long, value_enum, default_value_t = DeviceChoice::Auto)]
     pub device: DeviceChoice,
+    /// Loop mode: write sharded checkpoints of the carried parameters into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub checkpoint: Option<PathBuf>,
+    /// Write a checkpoint every K steps (and after the last step).
+    #[arg(long, value_name = "K")]
+    pub checkpoint_every: Option<u64>,
+    /// Keep only the newest N checkpoints.
+    #[arg(long, value_name = "N")]
+    pub keep: Option<usize>,
+    /// Continue from the newest complete checkpoint in --checkpoint DIR (up to --steps in total).
+    #[arg(long)]
+    pub resume: bool,
+    /// Write a Chrome trace-event file (Perfetto, chrome://tracing): one track per rank.
+    #[arg(long, value_name = "PATH.json")]
+    pub trace: Option<PathBuf>,
+    /// Print every rank's host, local rank, mesh coordinates and device, and exit.
+    #[arg(long)]
+    pub list_devices: bool,
 }
 
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -145,6 +163,8 @@ enum Feed {
     Array(Source),
     /// A dataset: the step's batch of rows.
     Data(Source),
+    /// A carried parameter restored from a checkpoint.
+    Restored,
 }
 
 fn env(m: String) -> RuntimeError {
@@ -157,7 +177,7 @@ fn type_of(s: &Source) -> TensorType {
 
 /// Matches `--inputs`, `--input` and `--data` to the parameters and checks
 /// names, shapes and dtypes (spec section 10's rules).
-fn open_feeds(p: &Program, a: &ExeArgs) -> Result<Vec<Feed>, RuntimeError> {
+fn open_feeds(p: &Program, a: &ExeArgs, restored: &[usize]) -> Result<Vec<Feed>, RuntimeError> {
     let f = &p.spmd;
     let params = p.params();
     let name = &p.entry;
@@ -195,6 +215,12 @@ fn open_feeds(p: &Program, a: &ExeArgs) -> Result<Vec<Feed>, RuntimeError> {
     let mut out = vec![];
     for (i, &pn) in params.iter().enumerate() {
         let want = param_global_type(f, &p.mesh, i);
+        if restored.contains(&i) {
+            // From the checkpoint; an input for it is ignored.
+            got.remove(pn);
+            out.push(Feed::Restored);
+            continue;
+        }
         let Some((s, is_data)) = got.remove(pn) else {
             return Err(env(format!("no input for parameter '{pn}' ({want}): give --input {pn}=PATH, --inputs FILE.safetensors or --data {pn}=PATH")));
         };
@@ -301,17 +327,50 @@ fn scalar_text(t: &Tensor) -> String {
     }
 }
 
-/// Runs the program on `world` with flags `a`.
-pub fn run(world: &World, payload: &Payload, a: &ExeArgs) -> Result<(), RuntimeError> {
-    let p = agree(world, Program::from_payload(payload).and_then(|p| world.check_device_count(&p.mesh).map(|_| p)))?;
+/// The checkpoint view of the carried parameters.
+fn carried_views<'p>(p: &'p Program) -> Vec<crate::checkpoint::Carried<'p>> {
+    p.carried()
+        .iter()
+        .map(|&(_, i)| crate::checkpoint::Carried {
+            name: p.spmd.param_name(i),
+            ty: param_global_type(&p.spmd, &p.mesh, i),
+            sharding: p.spmd.values[p.spmd.params[i]].sharding.as_ref(),
+        })
+        .collect()
+}
+
+fn check_flags(a: &ExeArgs) -> Result<(), RuntimeError> {
     if a.log_every == 0 {
         return Err(env("--log-every must be at least 1".into()));
     }
     if a.steps == Some(0) {
         return Err(env("--steps must be at least 1".into()));
     }
+    if a.checkpoint_every == Some(0) {
+        return Err(env("--checkpoint-every must be at least 1".into()));
+    }
+    if a.keep == Some(0) {
+        return Err(env("--keep must be at least 1".into()));
+    }
+    if a.checkpoint.is_none() && (a.resume || a.checkpoint_every.is_some() || a.keep.is_some()) {
+        return Err(env("--resume, --checkpoint-every and --keep need --checkpoint DIR".into()));
+    }
+    if a.checkpoint.is_some() && a.steps.is_none() {
+        return Err(env("--checkpoint is for loop mode: give --steps N".into()));
+    }
+    Ok(())
+}
+
+/// Runs the program on `world` with flags `a`.
+pub fn run(world: &World, payload: &Payload, a: &ExeArgs) -> Result<(), RuntimeError> {
+    let p = agree(world, Program::from_payload(payload).and_then(|p| world.check_device_count(&p.mesh).map(|_| p)))?;
+    check_flags(a)?;
+    if a.list_devices {
+        return crate::devices::list(world, &p, a.device);
+    }
     let kind = choose_device(world, &p, a.device)?;
     let device = world.rank() as u64;
+    let mut tracer = crate::trace::Tracer::new(world, a.trace.is_some());
     let backend: Result<Box<dyn Backend + '_>, RuntimeError> = match kind {
         DeviceChoice::Cuda => {
             let ptx = p.ptx.as_ref().expect("checked by choose_device");
@@ -320,10 +379,20 @@ pub fn run(world: &World, payload: &Payload, a: &ExeArgs) -> Result<(), RuntimeE
         _ => crate::cpu::CpuBackend::new(&p.plan, &p.kernels_so, world, &p.mesh).map(|b| Box::new(b) as Box<dyn Backend>),
     };
     let mut backend = agree(world, backend)?;
-    // Inputs: fixed arrays now, datasets per step.
+    backend.set_tracing(a.trace.is_some());
+    let carried = p.carried();
+    let views = carried_views(&p);
+    // Resume: the newest complete checkpoint, chosen by rank 0.
+    let resumed = match (&a.checkpoint, a.resume) {
+        (Some(dir), true) => crate::checkpoint::choose(world, dir, &views)?,
+        _ => None,
+    };
+    let restored: Vec<usize> = if resumed.is_some() { carried.iter().map(|&(_, i)| i).collect() } else { vec![] };
+    // Inputs: fixed arrays now, datasets per step, carried state from the checkpoint.
+    let t_in = tracer.now();
     let feeds = agree(
         world,
-        open_feeds(&p, a).and_then(|feeds| {
+        open_feeds(&p, a, &restored).and_then(|feeds| {
             for (i, f) in feeds.iter().enumerate() {
                 if let Feed::Array(s) = f {
                     backend.set_param(i, &array_shard(&p, i, s, device)?)?;
@@ -332,26 +401,46 @@ pub fn run(world: &World, payload: &Payload, a: &ExeArgs) -> Result<(), RuntimeE
             Ok(feeds)
         }),
     )?;
+    let mut start = 0u64;
+    if let (Some(step), Some(dir)) = (resumed, &a.checkpoint) {
+        let loaded = crate::checkpoint::load(dir, step, &p.mesh, device, &views).and_then(|(m, ts)| {
+            for (&(_, i), t) in carried.iter().zip(&ts) {
+                backend.set_param(i, t)?;
+            }
+            Ok(m)
+        });
+        let m = agree(world, loaded)?;
+        start = step;
+        if world.rank() == 0 {
+            let from = if m.devices == p.mesh.device_count() { String::new() } else { format!(", written by {} processes on mesh {}", m.devices, m.mesh) };
+            eprintln!("pjc: resuming from '{}' (step {step} of {}{from})", crate::checkpoint::step_dir(dir, step).display(), a.steps.unwrap_or(1));
+        }
+    } else if a.resume && world.rank() == 0 {
+        eprintln!("pjc: no checkpoint in '{}' yet: starting at step 0", a.checkpoint.as_ref().expect("checked").display());
+    }
+    tracer.span("read inputs", "io", t_in, serde_json::json!({}));
     let fatal = |e: RuntimeError| RuntimeError::Fatal(Box::new(e));
     let steps = a.steps.unwrap_or(1);
     let looping = a.steps.is_some();
-    let carried = p.carried();
     let logged: Vec<usize> = (0..p.spmd.results.len())
         .filter(|&k| p.spmd.results[k].ty.shape.is_empty() && !carried.iter().any(|&(c, _)| c == k))
         .collect();
-    let batch: u64 = feeds
-        .iter()
-        .enumerate()
-        .find_map(|(i, f)| matches!(f, Feed::Data(_)).then(|| param_global_type(&p.spmd, &p.mesh, i).shape[0]))
-        .unwrap_or(0);
+    let data_shape = feeds.iter().enumerate().find_map(|(i, f)| match f {
+        Feed::Data(s) => Some((s.shape[0] as u64, param_global_type(&p.spmd, &p.mesh, i).shape[0])),
+        _ => None,
+    });
+    let batch = data_shape.map_or(0, |d| d.1);
     let bar = (looping && world.rank() == 0 && std::io::stderr().is_terminal()).then(|| {
         let b = indicatif::ProgressBar::new(steps);
         b.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} steps [{elapsed_precise} < {eta_precise}] {msg}").expect("a valid template"));
+        b.set_position(start.min(steps));
         b
     });
     let t0 = Instant::now();
-    let mut last = (0u64, t0);
-    for s in 0..steps {
+    let mut last = (start, t0);
+    let mut ran = false;
+    for s in start..steps {
+        let t_step = tracer.now();
         for (i, f) in feeds.iter().enumerate() {
             if let Feed::Data(src) = f {
                 let t = data_shard(&p, i, src, device, s).map_err(fatal)?;
@@ -359,6 +448,8 @@ pub fn run(world: &World, payload: &Payload, a: &ExeArgs) -> Result<(), RuntimeE
             }
         }
         backend.run().map_err(fatal)?;
+        ran = true;
+        tracer.extend(backend.take_trace());
         let done = s + 1;
         if looping && (done % a.log_every == 0 || done == steps) && world.rank() == 0 {
             let now = Instant::now();
@@ -380,9 +471,26 @@ pub fn run(world: &World, payload: &Payload, a: &ExeArgs) -> Result<(), RuntimeE
             }
             last = (done, now);
         }
+        if let Some(dir) = &a.checkpoint {
+            if a.checkpoint_every.is_some_and(|k| done % k == 0) || done == steps {
+                let t_ck = tracer.now();
+                let values = carried.iter().map(|&(k, _)| backend.result(k)).collect::<Result<Vec<_>, _>>().map_err(fatal)?;
+                let data = data_shape.map(|(m, b)| crate::checkpoint::DataPosition { examples: m, batch: b, next_example: (done.wrapping_mul(b)) % m.max(1) });
+                let path = crate::checkpoint::write(world, dir, done, &p.mesh, &views, &values, data, a.keep).map_err(fatal)?;
+                tracer.span("checkpoint", "io", t_ck, serde_json::json!({"step": done}));
+                if world.rank() == 0 {
+                    let msg = format!("checkpoint: {}", path.display());
+                    match &bar {
+                        Some(b) => b.println(msg),
+                        None => println!("{msg}"),
+                    }
+                }
+            }
+        }
         if let Some(b) = &bar {
             b.set_position(done);
         }
+        tracer.span(&format!("step {done}"), "step", t_step, serde_json::json!({"step": done}));
         if done < steps {
             backend.carry(&carried).map_err(fatal)?;
         }
@@ -390,16 +498,33 @@ pub fn run(world: &World, payload: &Payload, a: &ExeArgs) -> Result<(), RuntimeE
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    // Gather to rank 0 and write.
+    if !ran && world.rank() == 0 {
+        eprintln!("pjc: the checkpoint is at step {start}, which reaches --steps {steps}: nothing to run");
+    }
+    // Gather to rank 0 and write. A resumed run with nothing left to run has
+    // only the carried parameters (the other results were never computed).
     let mut named = vec![];
-    for k in 0..p.spmd.results.len() {
-        let t = backend.result(k).map_err(fatal)?;
-        let bytes = pjc_tensor::buf_to_le_bytes(&t.data);
-        if let Some(parts) = world.gather_to_root(&bytes).map_err(fatal)? {
-            named.push((p.spmd.result_name(k), assemble(&p.spmd, &p.mesh, k, &parts)));
+    if ran {
+        for k in 0..p.spmd.results.len() {
+            let t = backend.result(k).map_err(fatal)?;
+            let bytes = pjc_tensor::buf_to_le_bytes(&t.data);
+            if let Some(parts) = world.gather_to_root(&bytes).map_err(fatal)? {
+                named.push((p.spmd.result_name(k), assemble(&p.spmd, &p.mesh, k, &parts)));
+            }
+        }
+    } else if let (Some(step), Some(dir)) = (resumed, &a.checkpoint) {
+        if world.rank() == 0 {
+            let single = Mesh::default();
+            let whole = crate::checkpoint::load(dir, step, &single, 0, &views)?.1;
+            for (&(k, _), t) in carried.iter().zip(whole) {
+                named.push((p.spmd.result_name(k), t));
+            }
         }
     }
     drop(backend);
+    if let Some(path) = &a.trace {
+        tracer.write(path)?;
+    }
     if world.rank() == 0 {
         if let Some(out) = &a.output {
             write_outputs(out, &named)?;

@@ -20,15 +20,18 @@
 //!   mode, logging).
 
 pub mod backend;
+pub mod checkpoint;
 pub mod collectives;
 pub mod cpu;
 pub mod cuda;
+pub mod devices;
 pub mod driver;
 pub mod exe;
 pub mod groups;
 pub mod pack;
 pub mod payload;
 pub mod shardio;
+pub mod trace;
 pub mod world;
 
 pub use collectives::MpiCollectives;

@@ -124,6 +124,42 @@ impl World {
         }
     }
 
+    /// Rank 0's `value`, on every rank.
+    pub fn broadcast_u64(&self, value: u64) -> u64 {
+        let Some(c) = self.comm() else { return value };
+        let mut v = value;
+        c.process_at_rank(0).broadcast_into(&mut v);
+        v
+    }
+
+    /// Rank 0 gets every rank's `bytes` (any lengths), in rank order; other
+    /// ranks get None.
+    pub fn gather_varlen_to_root(&self, bytes: &[u8]) -> Result<Option<Vec<Vec<u8>>>, RuntimeError> {
+        if self.comm().is_none() {
+            return Ok(Some(vec![bytes.to_vec()]));
+        }
+        let lens = self.gather_to_root(&(bytes.len() as u64).to_le_bytes())?;
+        let max = {
+            let m = lens.as_ref().map_or(0, |l| l.iter().map(|b| u64::from_le_bytes(b[..8].try_into().unwrap())).max().unwrap_or(0));
+            self.broadcast_u64(m) as usize
+        };
+        let mut padded = bytes.to_vec();
+        padded.resize(max, 0);
+        let parts = self.gather_to_root(&padded)?;
+        Ok(parts.map(|ps| {
+            let lens = lens.expect("rank 0 has the lengths");
+            ps.into_iter().zip(lens).map(|(mut p, l)| {
+                p.truncate(u64::from_le_bytes(l[..8].try_into().unwrap()) as usize);
+                p
+            }).collect()
+        }))
+    }
+
+    /// This machine's name.
+    pub fn hostname() -> String {
+        std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_else(|_| "localhost".into())
+    }
+
     /// Every rank's `code`, in rank order (so that all take the same path
     /// after a phase that might fail on some ranks only).
     pub fn all_codes(&self, code: u8) -> Vec<u8> {

@@ -328,7 +328,8 @@ fn safetensors_from_bytes(bytes: &[u8]) -> Result<Vec<(String, Tensor)>, String>
     Ok(out)
 }
 
-fn safetensors_to_bytes(tensors: &[(String, Tensor)]) -> Result<Vec<u8>, String> {
+/// The bytes of a `.safetensors` file holding `tensors` (names must be distinct).
+pub fn safetensors_to_bytes(tensors: &[(String, Tensor)]) -> Result<Vec<u8>, String> {
     for (i, (name, _)) in tensors.iter().enumerate() {
         if tensors[..i].iter().any(|(n, _)| n == name) {
             return Err(format!("the tensor name '{name}' appears twice"));

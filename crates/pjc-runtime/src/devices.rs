@@ -1,0 +1,101 @@
+//! `./model.bin --list-devices` and `pjc devices`: what each rank would run
+//! on, and what this machine offers, without running anything.
+
+use crate::exe::{DeviceChoice, Program};
+use crate::world::World;
+use crate::RuntimeError;
+
+/// One GPU as the CUDA driver describes it.
+#[derive(Clone, Debug)]
+pub struct GpuInfo {
+    pub ordinal: usize,
+    pub name: String,
+    pub memory_bytes: u64,
+    /// (major, minor).
+    pub compute_capability: (i32, i32),
+}
+
+impl std::fmt::Display for GpuInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "GPU {}: {}, {:.1} GiB, compute capability {}.{} (sm_{}{})",
+            self.ordinal,
+            self.name,
+            self.memory_bytes as f64 / (1u64 << 30) as f64,
+            self.compute_capability.0,
+            self.compute_capability.1,
+            self.compute_capability.0,
+            self.compute_capability.1
+        )
+    }
+}
+
+/// The CPU's model name (from /proc/cpuinfo).
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split_once(':')).map(|(_, v)| v.trim().to_string()))
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// What this machine offers (`pjc devices`).
+pub fn describe_machine() -> String {
+    let mut s = format!("host: {}\ncpu: {} ({} cores available to this process)\n", World::hostname(), cpu_model(), cores());
+    if let Err(e) = crate::cpu::check_cpu() {
+        s.push_str(&format!("  note: {e}\n"));
+    }
+    match crate::cuda::gpus() {
+        Ok(gs) if !gs.is_empty() => {
+            for g in gs {
+                s.push_str(&format!("{g}\n"));
+            }
+        }
+        Ok(_) => s.push_str("gpus: none\n"),
+        Err(why) => s.push_str(&format!("gpus: none ({why})\n")),
+    }
+    s
+}
+
+/// Every rank's host, local rank, mesh coordinates and device, printed by
+/// rank 0 in rank order.
+pub fn list(world: &World, p: &Program, choice: DeviceChoice) -> Result<(), RuntimeError> {
+    let rank = world.rank();
+    let local = crate::cuda::local_rank(world);
+    let coords = p.mesh.coords(rank as u64);
+    let coord_text: Vec<String> = p.mesh.axes.iter().zip(&coords).map(|(a, c)| format!("{}={c}", a.name)).collect();
+    let gpus = crate::cuda::gpus();
+    let use_gpu = match choice {
+        DeviceChoice::Cpu => Err("--device cpu".to_string()),
+        _ => match (&p.ptx, &gpus) {
+            (Err(e), _) => Err(format!("no GPU code: {e}")),
+            (_, Err(e)) => Err(e.clone()),
+            (_, Ok(g)) if g.len() < world.local_size() => Err(format!("{} GPU(s) for {} processes on this node", g.len(), world.local_size())),
+            (_, Ok(g)) => Ok(g[local % g.len()].clone()),
+        },
+    };
+    let device = match &use_gpu {
+        Ok(g) => g.to_string(),
+        Err(why) => format!("CPU: {} ({} kernel threads; not CUDA: {why})", cpu_model(), world.kernel_threads()),
+    };
+    let line = format!(
+        "rank {rank}: host {}, local rank {local}, mesh [{}], {device}",
+        World::hostname(),
+        if coord_text.is_empty() { "one device".to_string() } else { coord_text.join(", ") }
+    );
+    if let Some(all) = world.gather_varlen_to_root(line.as_bytes())? {
+        if p.mesh.axes.is_empty() {
+            println!("mesh: one device");
+        } else {
+            println!("{}", p.mesh);
+        }
+        for l in all {
+            println!("{}", String::from_utf8_lossy(&l));
+        }
+    }
+    Ok(())
+}
