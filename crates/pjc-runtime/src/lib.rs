@@ -9,6 +9,8 @@
 //!   ([`MpiCollectives`], also a `pjc_fusion::exec::Collectives`), with
 //!   fixed-order (bitwise reproducible) reductions.
 //! - [`pack`]: byte packing for non-leading dimensions and shard blocks.
+//! - [`cuda`]: the CUDA device backend (PTX kernels, cuBLAS, NCCL), loaded at
+//!   run time so the executable also runs where there is no CUDA.
 //! - [`exec`]: running a plan's steps with JIT kernels or reference kernels.
 //! - [`driver`]: the whole run: load, lower, read and shard inputs, execute,
 //!   gather and write outputs (what `pjc-spmd-run` and, later, a compiled
@@ -16,6 +18,7 @@
 
 pub mod backend;
 pub mod collectives;
+pub mod cuda;
 pub mod driver;
 pub mod exec;
 pub mod groups;
