@@ -20,7 +20,7 @@
 //! for any process placement, and bitwise equal to `pjc eval`'s collectives.
 //! The traffic is that of a ring all-reduce (reduce-scatter + all-gather).
 
-use crate::groups::group_of;
+use crate::groups::{group_of, GroupOf};
 use crate::pack::{concat_chunks, pack_chunks};
 use crate::world::World;
 use crate::RuntimeError;
@@ -81,6 +81,34 @@ fn shape(t: &TensorType) -> Vec<usize> {
     t.shape.iter().map(|&d| d as usize).collect()
 }
 
+/// `device`'s group over `axes` and, when it has more than one member, an MPI
+/// communicator for it whose rank is the group position (`MPI_Comm_split`
+/// of the world: collective, every rank must call it with the same `axes`).
+/// Shared with the CUDA backend, which broadcasts NCCL ids over it.
+pub(crate) fn group_comm(world: &World, mesh: &Mesh, axes: &[String], device: u64) -> Result<(GroupOf, Option<SimpleCommunicator>), RuntimeError> {
+    let g = group_of(mesh, axes, device).map_err(RuntimeError::Program)?;
+    let size = g.members.len();
+    if size == 1 {
+        return Ok((g, None));
+    }
+    let world_comm = world.comm().ok_or_else(|| {
+        RuntimeError::Env(format!("a group over [{}] has {size} devices, but this run has one process and no MPI", axes.join(", ")))
+    })?;
+    let comm = world_comm
+        .split_by_color_with_key(Color::with_value(g.color as i32), g.pos as i32)
+        .ok_or_else(|| RuntimeError::Env(format!("MPI_Comm_split for axes [{}] gave no communicator", axes.join(", "))))?;
+    if comm.size() as usize != size || comm.rank() as usize != g.pos {
+        return Err(RuntimeError::Env(format!(
+            "rank {device}: the communicator for axes [{}] has size {} and rank {}, expected {size} and {}",
+            axes.join(", "),
+            comm.size(),
+            comm.rank(),
+            g.pos
+        )));
+    }
+    Ok((g, Some(comm)))
+}
+
 impl<'w> MpiCollectives<'w> {
     /// Builds the communicators of every axis list in `axes` (collectively:
     /// every rank must call this with the same lists, as they do when they run
@@ -101,30 +129,8 @@ impl<'w> MpiCollectives<'w> {
     }
 
     fn add_group(&mut self, axes: &[String]) -> Result<usize, RuntimeError> {
-        let g = group_of(&self.mesh, axes, self.device).map_err(RuntimeError::Program)?;
-        let size = g.members.len();
-        let comm = if size > 1 {
-            let world = self.world.comm().ok_or_else(|| {
-                RuntimeError::Env(format!("a group over [{}] has {size} devices, but this run has one process and no MPI", axes.join(", ")))
-            })?;
-            let comm = world
-                .split_by_color_with_key(Color::with_value(g.color as i32), g.pos as i32)
-                .ok_or_else(|| RuntimeError::Env(format!("MPI_Comm_split for axes [{}] gave no communicator", axes.join(", "))))?;
-            if comm.size() as usize != size || comm.rank() as usize != g.pos {
-                return Err(RuntimeError::Env(format!(
-                    "rank {}: the communicator for axes [{}] has size {} and rank {}, expected {size} and {}",
-                    self.device,
-                    axes.join(", "),
-                    comm.size(),
-                    comm.rank(),
-                    g.pos
-                )));
-            }
-            Some(comm)
-        } else {
-            None
-        };
-        self.groups.push(Group { axes: axes.to_vec(), size, pos: g.pos, comm });
+        let (g, comm) = group_comm(self.world, &self.mesh, axes, self.device)?;
+        self.groups.push(Group { axes: axes.to_vec(), size: g.members.len(), pos: g.pos, comm });
         Ok(self.groups.len() - 1)
     }
 

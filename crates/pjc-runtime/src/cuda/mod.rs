@@ -1,0 +1,692 @@
+//! The CUDA device backend: one process per mesh device, each running its
+//! plan on one GPU, with buffers that stay on the GPU between runs.
+//!
+//! Everything CUDA is loaded at run time (cudarc with dynamic loading), so an
+//! executable built here starts on a machine without CUDA and [`probe`] says
+//! why there is no GPU. On a GPU machine:
+//!
+//! - **Device**: GPU `local rank mod GPU count` ([`local_rank`]), its primary
+//!   context, and one stream on which every step runs in plan order.
+//! - **Kernels**: the embedded PTX ([`pjc_host::PtxModule`]) is loaded once
+//!   (`cuModuleLoadDataEx`: the driver JIT-compiles it for the GPU; a failure
+//!   reports the JIT log) and each `Step::Kernel` is launched with the shape of
+//!   [`geometry::launch_geometry`] (the contract of `pjc_codegen::ptx`).
+//! - **Buffers**: one `cuMemAlloc` per plan buffer (256-byte aligned, so the
+//!   kernels' 16-byte alignment holds; zero-size buffers get one byte);
+//!   constants are uploaded once, parameters by [`Backend::set_param`].
+//! - **dot_general**: cuBLAS `{S,D}gemmStridedBatched` when
+//!   `pjc_host::gemm::matmul_view` calls it a plain (batched) product of f32
+//!   or f64 ([`geometry::gemm_args`]: the row-major product as its transpose).
+//!   cuBLAS runs in its default math mode (no TF32), so f32 stays f32.
+//! - **Other library steps** (convolution, gather, scatter_add, argmax, ...,
+//!   dot_general of other dtypes or layouts, `axis_index`): a *host
+//!   fallback*. The stream is synchronized, the step's inputs are copied to
+//!   the host, `pjc_host::library_step` runs them, and the output is copied
+//!   back. This costs a device synchronization and two PCIe transfers per
+//!   step: correct, not fast.
+//! - **Collectives**: NCCL on the same stream (`cuda/collective.rs`).
+//!
+//! [`libs`] decides where cuBLAS and NCCL come from.
+
+mod collective;
+pub mod geometry;
+pub mod libs;
+
+use crate::backend::Backend;
+use crate::world::World;
+use crate::RuntimeError;
+use cudarc::cublas::{self, CudaBlas};
+use cudarc::driver::{result, sys, CudaContext, CudaStream};
+use pjc_fusion::plan::{BufferKind, Plan, Step};
+use pjc_host::{HostError, PtxModule, StepHooks};
+use pjc_ir::{DType, InstData, Mesh, Opcode, TensorType};
+use pjc_tensor::Tensor;
+use std::ffi::{c_int, c_void, CStr, CString};
+use std::sync::Arc;
+
+use collective::{CollOp, Group};
+use geometry::GemmArgs;
+use libs::Nccl;
+
+/// Runs `f`, turning a panic inside cudarc (a missing library or symbol) into
+/// an error. A last resort: the libraries are checked before use.
+fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+            Err(format!("{what}: the CUDA libraries failed: {msg}"))
+        }
+    }
+}
+
+/// The number of CUDA GPUs this process can use, or why there are none (no
+/// driver library, no device, an initialization error). Never panics.
+pub fn probe() -> Result<usize, String> {
+    if !libs::driver_present() {
+        return Err("no CUDA driver: libcuda.so.1 cannot be loaded (this machine has no NVIDIA driver)".into());
+    }
+    guarded("probing for GPUs", || {
+        result::init().map_err(|e| match e.0 {
+            sys::CUresult::CUDA_ERROR_NO_DEVICE => "no CUDA device (the driver is installed but sees no GPU; check CUDA_VISIBLE_DEVICES)".to_string(),
+            _ => format!("the CUDA driver failed to initialize: {e}"),
+        })?;
+        let n = result::device::get_count().map_err(|e| format!("cannot count CUDA devices: {e}"))?;
+        if n <= 0 {
+            return Err("no CUDA device".into());
+        }
+        Ok(n as usize)
+    })
+}
+
+/// Every GPU the driver sees, described (name, memory, compute capability),
+/// or why there are none. Never panics.
+pub fn gpus() -> Result<Vec<crate::devices::GpuInfo>, String> {
+    let n = probe()?;
+    guarded("describing the GPUs", || {
+        (0..n)
+            .map(|i| {
+                let dev = result::device::get(i as c_int).map_err(|e| format!("GPU {i}: {e}"))?;
+                let name = result::device::get_name(dev).map_err(|e| format!("GPU {i}: {e}"))?;
+                // SAFETY: `dev` came from cuDeviceGet.
+                let (mem, major, minor) = unsafe {
+                    (
+                        result::device::total_mem(dev).map_err(|e| format!("GPU {i}: {e}"))?,
+                        result::device::get_attribute(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR).map_err(|e| format!("GPU {i}: {e}"))?,
+                        result::device::get_attribute(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).map_err(|e| format!("GPU {i}: {e}"))?,
+                    )
+                };
+                Ok(crate::devices::GpuInfo { ordinal: i, name, memory_bytes: mem as u64, compute_capability: (major, minor) })
+            })
+            .collect()
+    })
+}
+
+/// This process's rank among the job's processes on its node: the
+/// launcher's variable (`OMPI_COMM_WORLD_LOCAL_RANK` for OpenMPI,
+/// `MPI_LOCALRANKID` for MPICH, `SLURM_LOCALID` under srun), else the world
+/// rank.
+pub fn local_rank(world: &World) -> usize {
+    local_rank_with(&|k| std::env::var(k).ok(), world.rank())
+}
+
+fn local_rank_with(env: &dyn Fn(&str) -> Option<String>, rank: usize) -> usize {
+    ["OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"].iter().find_map(|k| env(k).and_then(|v| v.trim().parse().ok())).unwrap_or(rank)
+}
+
+fn env_err(e: impl std::fmt::Display) -> RuntimeError {
+    RuntimeError::Env(e.to_string())
+}
+
+fn cuda(what: &str) -> impl Fn(result::DriverError) -> RuntimeError + '_ {
+    move |e| RuntimeError::Env(format!("{what}: {e}"))
+}
+
+/// One device allocation.
+struct DevMem {
+    ptr: sys::CUdeviceptr,
+    bytes: usize,
+}
+
+/// A step as it runs on this device.
+enum Exec {
+    Skip,
+    Kernel {
+        func: sys::CUfunction,
+        grid: u32,
+        block: u32,
+        args: Vec<u64>,
+        n: i64,
+    },
+    Gemm {
+        dtype: DType,
+        g: GemmArgs,
+        lhs: usize,
+        rhs: usize,
+        out: usize,
+    },
+    /// Fill the output with zero bytes (a product with nothing to contract).
+    Zero {
+        out: usize,
+    },
+    Host {
+        inst: InstData,
+        inputs: Vec<usize>,
+        output: usize,
+    },
+    Collective {
+        group: usize,
+        input: usize,
+        output: usize,
+        op: CollOp,
+    },
+}
+
+/// This device's mesh coordinates, for `axis_index` in host fallbacks.
+struct Coords {
+    mesh: Mesh,
+    coords: Vec<u64>,
+}
+
+impl StepHooks for Coords {
+    fn collective(&mut self, inst: &InstData, _: &[u8], _: &TensorType, _: &TensorType) -> Result<Vec<u8>, HostError> {
+        Err(HostError::Runtime(format!("internal error: collective '{}' reached the host fallback", inst.op)))
+    }
+    fn axis_index(&self, axis: &str) -> Result<i64, HostError> {
+        self.mesh.axis(axis).map(|i| self.coords[i] as i64).ok_or_else(|| HostError::Runtime(format!("axis_index of unknown axis '{axis}'")))
+    }
+}
+
+/// One device's executor of one plan on a GPU (see the module docs).
+pub struct CudaBackend {
+    plan: Plan,
+    ordinal: usize,
+    steps: Vec<Exec>,
+    bufs: Vec<DevMem>,
+    scratch: [Option<DevMem>; 2],
+    carry_scratch: Option<DevMem>,
+    groups: Vec<Group>,
+    nccl: Option<&'static Nccl>,
+    blas: Option<CudaBlas>,
+    module: Option<sys::CUmodule>,
+    hooks: Coords,
+    threads: usize,
+    stream: Arc<CudaStream>,
+    ctx: Arc<CudaContext>,
+}
+
+impl CudaBackend {
+    /// Sets up `plan` on this process's GPU: context, module, buffers
+    /// (constants uploaded), cuBLAS if a product needs it, and NCCL
+    /// communicators for every collective group. Collective over the world
+    /// (every rank calls it for the same plan): the ranks agree that their
+    /// local set-up succeeded before building communicators, so one rank's
+    /// failure is every rank's error rather than a hang.
+    pub fn new(plan: &Plan, ptx: &PtxModule, world: &World, mesh: &Mesh) -> Result<CudaBackend, RuntimeError> {
+        world.check_device_count(mesh)?;
+        let local = CudaBackend::local(plan, ptx, world, mesh);
+        // Agree before the collective part.
+        let codes = world.all_codes(match &local {
+            Ok(_) => 0,
+            Err(e) => e.exit_code().clamp(1, 255) as u8,
+        });
+        let mut be = local?;
+        if let Some((rank, &code)) = codes.iter().enumerate().find(|(_, &c)| c != 0) {
+            return Err(RuntimeError::Elsewhere { rank, code: code as i32 });
+        }
+        be.connect(plan, world, mesh)?;
+        Ok(be)
+    }
+
+    /// The per-process part of [`CudaBackend::new`].
+    fn local(plan: &Plan, ptx: &PtxModule, world: &World, mesh: &Mesh) -> Result<CudaBackend, RuntimeError> {
+        let count = probe().map_err(|e| RuntimeError::Env(format!("the CUDA backend cannot run: {e}")))?;
+        let ordinal = local_rank(world) % count;
+        let (ctx, stream) = guarded("creating the CUDA context", || {
+            let ctx = CudaContext::new(ordinal).map_err(|e| format!("cannot create a context on GPU {ordinal}: {e}"))?;
+            let stream = ctx.new_stream().map_err(|e| format!("cannot create a stream on GPU {ordinal}: {e}"))?;
+            Ok((ctx, stream))
+        })
+        .map_err(RuntimeError::Env)?;
+        let mut be = CudaBackend {
+            plan: plan.clone(),
+            ordinal,
+            steps: vec![],
+            bufs: vec![],
+            scratch: [None, None],
+            carry_scratch: None,
+            groups: vec![],
+            nccl: None,
+            blas: None,
+            module: None,
+            hooks: Coords { mesh: mesh.clone(), coords: mesh.coords(world.rank() as u64) },
+            threads: world.kernel_threads(),
+            stream,
+            ctx,
+        };
+        be.load_module(ptx)?;
+        be.alloc_buffers()?;
+        be.prepare_steps(ptx, world, mesh)?;
+        Ok(be)
+    }
+
+    /// The GPU this backend runs on.
+    pub fn ordinal(&self) -> usize {
+        self.ordinal
+    }
+
+    fn cu_stream(&self) -> sys::CUstream {
+        self.stream.cu_stream()
+    }
+
+    fn load_module(&mut self, ptx: &PtxModule) -> Result<(), RuntimeError> {
+        let src = CString::new(ptx.ptx.as_str()).map_err(|_| RuntimeError::Internal("the PTX contains a NUL byte".into()))?;
+        let mut log = vec![0u8; 1 << 14];
+        let mut opts = [sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER, sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
+        let mut vals = [log.as_mut_ptr() as *mut c_void, log.len() as *mut c_void];
+        let mut module: sys::CUmodule = std::ptr::null_mut();
+        // SAFETY: NUL-terminated PTX; the log buffer outlives the call.
+        let r = unsafe { sys::cuModuleLoadDataEx(&mut module, src.as_ptr() as *const c_void, 2, opts.as_mut_ptr(), vals.as_mut_ptr()) };
+        if let Err(e) = r.result() {
+            let text = CStr::from_bytes_until_nul(&log).map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
+            return Err(RuntimeError::Env(format!("the GPU driver could not load the program's PTX (built for {}): {e}; {}", ptx.arch, text.trim())));
+        }
+        self.module = Some(module);
+        Ok(())
+    }
+
+    fn alloc(bytes: usize) -> Result<DevMem, RuntimeError> {
+        // SAFETY: a fresh allocation in the current context.
+        let ptr =
+            unsafe { result::malloc_sync(bytes.max(1)) }.map_err(|e| RuntimeError::Env(format!("cannot allocate {bytes} bytes on the GPU: {e}")))?;
+        Ok(DevMem { ptr, bytes })
+    }
+
+    fn alloc_buffers(&mut self) -> Result<(), RuntimeError> {
+        for b in &self.plan.buffers {
+            let m = CudaBackend::alloc(b.bytes() as usize)?;
+            self.bufs.push(m);
+        }
+        for (i, b) in self.plan.buffers.iter().enumerate() {
+            if let BufferKind::Constant(lit) = &b.kind {
+                let bytes = pjc_tensor::buf_to_le_bytes(&pjc_fusion::exec::literal_tensor(lit, &b.ty).data);
+                self.upload(i, &bytes)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn prepare_steps(&mut self, ptx: &PtxModule, world: &World, mesh: &Mesh) -> Result<(), RuntimeError> {
+        let module = self.module.expect("loaded first");
+        let sms = self.ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(cuda("cannot query the GPU"))?;
+        let cap = geometry::max_blocks(sms.max(1) as u32);
+        // NCCL: required when a group has several devices; used for groups
+        // of one too when it loads (see `collective`).
+        let axes_list = crate::collectives::collective_axes(&self.plan);
+        if !axes_list.is_empty() {
+            let multi = axes_list.iter().find(|a| mesh.group_size(a.iter().map(|s| s.as_str())) > 1);
+            self.nccl = match (libs::nccl(), multi) {
+                (Ok(api), _) => Some(api),
+                (Err(e), Some(a)) => {
+                    return Err(RuntimeError::Env(format!("the CUDA backend needs NCCL for the collectives over [{}]: {e}", a.join(", "))))
+                }
+                (Err(_), None) => None,
+            };
+        }
+        let mut kernels = ptx.kernels.iter();
+        let mut needs_blas = false;
+        let mut steps = vec![];
+        for step in &self.plan.steps {
+            let exec = match step {
+                Step::Kernel(k) => {
+                    let pk = kernels.next().ok_or_else(|| RuntimeError::Internal(format!("kernel {} has no PTX launch information", k.name)))?;
+                    if pk.name != k.name {
+                        return Err(RuntimeError::Internal(format!("PTX kernel {} where the plan has {}", pk.name, k.name)));
+                    }
+                    match geometry::launch_geometry(pk.points, pk.vector_width, pk.required_block, cap) {
+                        None => Exec::Skip,
+                        Some((grid, block)) => {
+                            let name = CString::new(pk.name.as_str()).map_err(|_| RuntimeError::Internal("a kernel name with NUL".into()))?;
+                            // SAFETY: the module is loaded; the name is NUL-terminated.
+                            let func = unsafe { result::module::get_function(module, name) }
+                                .map_err(cuda(&format!("kernel {} is not in the PTX", pk.name)))?;
+                            let args = pk.buffers.iter().map(|&b| self.bufs[b].ptr).collect();
+                            Exec::Kernel { func, grid, block, args, n: pk.points as i64 }
+                        }
+                    }
+                }
+                Step::Library { inst, inputs, output } => match self.gemm_for(inst, inputs, *output) {
+                    Some(e @ Exec::Gemm { .. }) => {
+                        needs_blas = true;
+                        e
+                    }
+                    Some(e) => e,
+                    None => Exec::Host { inst: inst.clone(), inputs: inputs.clone(), output: *output },
+                },
+                Step::Collective { inst, input, output } => {
+                    if input == output {
+                        return Err(RuntimeError::Internal(format!("collective '{}' reads and writes one buffer", inst.op)));
+                    }
+                    // The group is known from the axes alone; the op needs
+                    // its size and our position.
+                    let axes = inst.attr("axes").and_then(|a| a.as_idents()).unwrap_or_default();
+                    let g = crate::groups::group_of(mesh, &axes, world.rank() as u64).map_err(RuntimeError::Program)?;
+                    let n = g.members.len();
+                    let (in_ty, out_ty) = (&self.plan.buffers[*input].ty, &self.plan.buffers[*output].ty);
+                    let op = collective::plan_collective(inst, in_ty, out_ty, n, g.pos, self.nccl.is_some())?;
+                    let need = op.scratch(self.bufs[*input].bytes, self.bufs[*output].bytes);
+                    for (s, &bytes) in need.iter().enumerate() {
+                        if bytes > self.scratch[s].as_ref().map_or(0, |m| m.bytes) {
+                            if let Some(old) = self.scratch[s].take() {
+                                CudaBackend::free(old);
+                            }
+                            self.scratch[s] = Some(CudaBackend::alloc(bytes)?);
+                        }
+                    }
+                    let group = axes_list.iter().position(|a| *a == axes).expect("collective_axes lists every collective's axes");
+                    Exec::Collective { group, input: *input, output: *output, op }
+                }
+            };
+            steps.push(exec);
+        }
+        if kernels.next().is_some() {
+            return Err(RuntimeError::Internal("the PTX module has more kernels than the plan".into()));
+        }
+        if needs_blas {
+            libs::ensure_cublas().map_err(|e| RuntimeError::Env(format!("the CUDA backend needs cuBLAS for dot_general: {e}")))?;
+            let blas = guarded("creating the cuBLAS handle", || {
+                CudaBlas::new(self.stream.clone()).map_err(|e| format!("cannot create a cuBLAS handle: {e}"))
+            })
+            .map_err(RuntimeError::Env)?;
+            self.blas = Some(blas);
+        }
+        self.steps = steps;
+        Ok(())
+    }
+
+    /// A cuBLAS (or zero-fill, or nothing) step for a plain f32/f64 product;
+    /// None for everything else.
+    fn gemm_for(&self, inst: &InstData, inputs: &[usize], output: usize) -> Option<Exec> {
+        if inst.op != Opcode::DotGeneral || inputs.len() != 2 {
+            return None;
+        }
+        let ty = |b: usize| &self.plan.buffers[b].ty;
+        let (a, b, o) = (ty(inputs[0]), ty(inputs[1]), ty(output));
+        let d = a.dtype;
+        if !matches!(d, DType::F32 | DType::F64) || b.dtype != d || o.dtype != d {
+            return None;
+        }
+        let refs = [a, b];
+        let us = |n: &str| -> Vec<usize> {
+            pjc_ir::infer::resolved_attr(inst, n, &refs).and_then(|a| a.as_ints()).unwrap_or_default().iter().map(|&x| x as usize).collect()
+        };
+        let shape = |t: &TensorType| -> Vec<usize> { t.shape.iter().map(|&x| x as usize).collect() };
+        let (batch, m, k, n, sa, sb) =
+            pjc_host::gemm::matmul_view(&shape(a), &shape(b), &us("lhs_batch"), &us("rhs_batch"), &us("lhs_contract"), &us("rhs_contract"))?;
+        if o.num_elements() as usize != batch * m * n {
+            return None;
+        }
+        if batch * m * n == 0 {
+            return Some(Exec::Skip);
+        }
+        if k == 0 {
+            return Some(Exec::Zero { out: output });
+        }
+        let g = geometry::gemm_args(batch, m, k, n, sa, sb)?;
+        Some(Exec::Gemm { dtype: d, g, lhs: inputs[0], rhs: inputs[1], out: output })
+    }
+
+    /// Builds the NCCL communicators (collective over the world).
+    fn connect(&mut self, plan: &Plan, world: &World, mesh: &Mesh) -> Result<(), RuntimeError> {
+        let axes = crate::collectives::collective_axes(plan);
+        if axes.is_empty() {
+            return Ok(());
+        }
+        self.ctx.bind_to_thread().map_err(cuda("binding the CUDA context"))?;
+        self.groups = collective::build_groups(world, mesh, &axes, self.nccl)?;
+        Ok(())
+    }
+
+    /// Copies `bytes` into buffer `b` and waits: in stream order after every
+    /// step already enqueued, and done before `bytes` may be freed (the
+    /// driver does not promise when it has read pageable memory).
+    fn upload(&self, b: usize, bytes: &[u8]) -> Result<(), RuntimeError> {
+        if bytes.len() != self.bufs[b].bytes {
+            return Err(RuntimeError::Internal(format!(
+                "{} bytes for buffer %{} of {} bytes",
+                bytes.len(),
+                self.plan.buffers[b].name,
+                self.bufs[b].bytes
+            )));
+        }
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: the buffer holds `bytes.len()` bytes; `bytes` outlives the
+        // copy (synchronized below).
+        unsafe { result::memcpy_htod_async(self.bufs[b].ptr, bytes, self.cu_stream()) }.map_err(cuda("copying to the GPU"))?;
+        self.stream.synchronize().map_err(cuda("waiting for the GPU"))
+    }
+
+    fn download(&self, b: usize) -> Result<Tensor, RuntimeError> {
+        let mut bytes = vec![0u8; self.bufs[b].bytes];
+        if !bytes.is_empty() {
+            // SAFETY: the buffer holds `bytes.len()` bytes; synchronized below
+            // before `bytes` is read.
+            unsafe { result::memcpy_dtoh_async(&mut bytes[..], self.bufs[b].ptr, self.cu_stream()) }.map_err(cuda("copying from the GPU"))?;
+        }
+        self.stream.synchronize().map_err(cuda("waiting for the GPU"))?;
+        let ty = &self.plan.buffers[b].ty;
+        let buf = pjc_tensor::buf_from_le_bytes(ty.dtype, &bytes).map_err(RuntimeError::Internal)?;
+        Ok(Tensor::new(ty.shape.iter().map(|&d| d as usize).collect(), buf))
+    }
+
+    fn dtod(&self, dst: sys::CUdeviceptr, src: sys::CUdeviceptr, bytes: usize) -> Result<(), RuntimeError> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: both allocations hold at least `bytes`.
+        unsafe { result::memcpy_dtod_async(dst, src, bytes, self.cu_stream()) }.map_err(cuda("copying on the GPU"))
+    }
+
+    fn run_step(&self, si: usize) -> Result<(), RuntimeError> {
+        let stream = self.cu_stream();
+        match &self.steps[si] {
+            Exec::Skip => Ok(()),
+            Exec::Kernel { func, grid, block, args, n } => {
+                let mut vals: Vec<u64> = args.clone();
+                vals.push(*n as u64);
+                let mut params: Vec<*mut c_void> = vals.iter_mut().map(|v| v as *mut u64 as *mut c_void).collect();
+                // SAFETY: the kernel takes one pointer per buffer then i64 n
+                // (pjc_codegen::ptx); the driver copies the values at launch.
+                unsafe { result::launch_kernel(*func, (*grid, 1, 1), (*block, 1, 1), 0, stream, &mut params) }.map_err(cuda("launching a kernel"))
+            }
+            Exec::Zero { out } => {
+                // SAFETY: the buffer holds its bytes.
+                unsafe { result::memset_d8_async(self.bufs[*out].ptr, 0, self.bufs[*out].bytes, stream) }.map_err(cuda("clearing a buffer"))
+            }
+            Exec::Gemm { dtype, g, lhs, rhs, out } => self.gemm(*dtype, g, *lhs, *rhs, *out),
+            Exec::Host { inst, inputs, output } => {
+                let ins = inputs.iter().map(|&b| self.download(b)).collect::<Result<Vec<_>, _>>()?;
+                let out = pjc_host::library_step(inst, &ins, &self.plan.buffers[*output].ty, self.threads, &self.hooks)
+                    .map_err(|e| RuntimeError::Internal(e.to_string()))?;
+                self.upload(*output, &pjc_tensor::buf_to_le_bytes(&out.data))
+            }
+            Exec::Collective { group, input, output, op } => {
+                let scratch = |s: usize| self.scratch[s].as_ref().map_or(0, |m| m.ptr);
+                let p = collective::Ptrs { input: self.bufs[*input].ptr, output: self.bufs[*output].ptr, scratch: [scratch(0), scratch(1)] };
+                // SAFETY: the pointers are this plan's buffers and the scratch sized
+                // for `op` at construction; the group is the step's.
+                let g = &self.groups[*group];
+                unsafe { collective::run(op, &p, g, self.nccl, stream) }
+                    .map_err(|e| RuntimeError::Env(format!("{e} (group over [{}], position {} of {})", g.axes.join(", "), g.pos, g.size)))
+            }
+        }
+    }
+
+    fn gemm(&self, dtype: DType, g: &GemmArgs, lhs: usize, rhs: usize, out: usize) -> Result<(), RuntimeError> {
+        use cublas::sys::cublasOperation_t as Op;
+        let blas = self.blas.as_ref().ok_or_else(|| RuntimeError::Internal("a GEMM step without cuBLAS".into()))?;
+        let op = |o: geometry::Operand| if o.trans { Op::CUBLAS_OP_T } else { Op::CUBLAS_OP_N };
+        let (a, b, c) = (self.bufs[rhs].ptr, self.bufs[lhs].ptr, self.bufs[out].ptr);
+        let i = |x: usize| x as c_int;
+        let l = |x: usize| x as i64;
+        // SAFETY: gemm_args checked the sizes and strides against the
+        // buffers' shapes; alpha and beta are host scalars read during the call.
+        let r = unsafe {
+            match dtype {
+                DType::F32 => cublas::result::sgemm_strided_batched(
+                    *blas.handle(),
+                    op(g.a),
+                    op(g.b),
+                    i(g.m),
+                    i(g.n),
+                    i(g.k),
+                    &1.0f32,
+                    a as *const f32,
+                    i(g.a.ld),
+                    l(g.stride_a),
+                    b as *const f32,
+                    i(g.b.ld),
+                    l(g.stride_b),
+                    &0.0f32,
+                    c as *mut f32,
+                    i(g.ldc),
+                    l(g.stride_c),
+                    i(g.batch),
+                ),
+                _ => cublas::result::dgemm_strided_batched(
+                    *blas.handle(),
+                    op(g.a),
+                    op(g.b),
+                    i(g.m),
+                    i(g.n),
+                    i(g.k),
+                    &1.0f64,
+                    a as *const f64,
+                    i(g.a.ld),
+                    l(g.stride_a),
+                    b as *const f64,
+                    i(g.b.ld),
+                    l(g.stride_b),
+                    &0.0f64,
+                    c as *mut f64,
+                    i(g.ldc),
+                    l(g.stride_c),
+                    i(g.batch),
+                ),
+            }
+        };
+        r.map_err(|e| RuntimeError::Env(format!("cuBLAS gemm failed: {e}")))
+    }
+
+    fn free(m: DevMem) {
+        // SAFETY: allocated by `alloc`, freed once.
+        let _ = unsafe { result::free_sync(m.ptr) };
+    }
+}
+
+impl Backend for CudaBackend {
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn set_param(&mut self, i: usize, t: &Tensor) -> Result<(), RuntimeError> {
+        let b = *self.plan.params.get(i).ok_or_else(|| RuntimeError::Internal(format!("parameter {i} of a plan with {}", self.plan.params.len())))?;
+        pjc_host::check_arg(t, &self.plan.buffers[b].ty, &format!("argument {i} (%{})", self.plan.buffers[b].name)).map_err(env_err)?;
+        self.ctx.bind_to_thread().map_err(cuda("binding the CUDA context"))?;
+        self.upload(b, &pjc_tensor::buf_to_le_bytes(&t.data))
+    }
+
+    fn run(&mut self) -> Result<(), RuntimeError> {
+        self.ctx.bind_to_thread().map_err(cuda("binding the CUDA context"))?;
+        for si in 0..self.steps.len() {
+            self.run_step(si).map_err(|e| match e {
+                RuntimeError::Env(m) => RuntimeError::Env(format!("GPU {} step {si}: {m}", self.ordinal)),
+                other => other,
+            })?;
+        }
+        Ok(())
+    }
+
+    fn result(&mut self, k: usize) -> Result<Tensor, RuntimeError> {
+        let b = *self.plan.results.get(k).ok_or_else(|| RuntimeError::Internal(format!("result {k} of a plan with {}", self.plan.results.len())))?;
+        self.ctx.bind_to_thread().map_err(cuda("binding the CUDA context"))?;
+        self.download(b)
+    }
+
+    fn carry(&mut self, pairs: &[(usize, usize)]) -> Result<(), RuntimeError> {
+        self.ctx.bind_to_thread().map_err(cuda("binding the CUDA context"))?;
+        let mut moves = vec![];
+        for &(k, i) in pairs {
+            let (src, dst) = match (self.plan.results.get(k), self.plan.params.get(i)) {
+                (Some(&s), Some(&d)) => (s, d),
+                _ => return Err(RuntimeError::Internal(format!("carry of result {k} into parameter {i}"))),
+            };
+            if self.plan.buffers[src].ty != self.plan.buffers[dst].ty {
+                return Err(RuntimeError::Env(format!(
+                    "result {k} is {} but parameter {i} is {}",
+                    self.plan.buffers[src].ty, self.plan.buffers[dst].ty
+                )));
+            }
+            if src != dst {
+                moves.push((src, dst));
+            }
+        }
+        // A source that some move overwrites is saved first (every result is
+        // read before any parameter is written).
+        let written: Vec<usize> = moves.iter().map(|&(_, d)| d).collect();
+        let mut staged = vec![];
+        let mut total = 0usize;
+        for &(s, _) in &moves {
+            if written.contains(&s) {
+                staged.push((s, total));
+                total += self.bufs[s].bytes.next_multiple_of(256);
+            }
+        }
+        if total > self.carry_scratch.as_ref().map_or(0, |m| m.bytes) {
+            if let Some(old) = self.carry_scratch.take() {
+                CudaBackend::free(old);
+            }
+            self.carry_scratch = Some(CudaBackend::alloc(total)?);
+        }
+        let base = self.carry_scratch.as_ref().map_or(0, |m| m.ptr);
+        for &(s, off) in &staged {
+            self.dtod(base + off as u64, self.bufs[s].ptr, self.bufs[s].bytes)?;
+        }
+        for &(s, d) in &moves {
+            let from = staged.iter().find(|x| x.0 == s).map_or(self.bufs[s].ptr, |&(_, off)| base + off as u64);
+            self.dtod(self.bufs[d].ptr, from, self.bufs[d].bytes)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for CudaBackend {
+    fn drop(&mut self) {
+        // Errors here cannot be reported; the process is ending or failing.
+        let _ = self.ctx.bind_to_thread();
+        let _ = self.stream.synchronize();
+        collective::destroy(&self.groups, self.nccl);
+        self.groups.clear();
+        self.blas = None;
+        for m in self.bufs.drain(..).chain(self.scratch.iter_mut().filter_map(Option::take)).chain(self.carry_scratch.take()) {
+            CudaBackend::free(m);
+        }
+        if let Some(m) = self.module.take() {
+            // SAFETY: loaded by load_module, unloaded once.
+            let _ = unsafe { result::module::unload(m) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_rank_prefers_the_launcher() {
+        let env = |k: &str| (k == "OMPI_COMM_WORLD_LOCAL_RANK").then(|| "3".to_string());
+        assert_eq!(local_rank_with(&env, 7), 3);
+        let slurm = |k: &str| (k == "SLURM_LOCALID").then(|| "1".to_string());
+        assert_eq!(local_rank_with(&slurm, 7), 1);
+        assert_eq!(local_rank_with(&|_| None, 5), 5);
+    }
+
+    /// On a machine without a GPU (CI), probing and construction fail with a
+    /// reason instead of panicking. On a GPU machine there is nothing to check.
+    #[test]
+    fn no_gpu_is_a_clean_error() {
+        let Err(reason) = probe() else { return };
+        assert!(!reason.is_empty());
+        let plan = Plan { name: "f".into(), buffers: vec![], steps: vec![], params: vec![], results: vec![] };
+        let ptx = PtxModule { arch: "sm_90".into(), ptx: String::new(), kernels: vec![] };
+        let world = World::single();
+        let mesh = Mesh { axes: vec![] };
+        match CudaBackend::new(&plan, &ptx, &world, &mesh) {
+            Err(RuntimeError::Env(m)) => assert!(m.contains("CUDA"), "{m}"),
+            Err(e) => panic!("unexpected error kind: {e:?}"),
+            Ok(_) => panic!("a backend without a GPU"),
+        }
+    }
+}
