@@ -25,6 +25,16 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 mode=${1:-}
 BUNDLE=gpu-bundle
 say() { echo "==> $*"; }
+# timed LABEL CMD...: runs CMD and prints its wall time.
+timed() {
+  local label=$1 t0 rc
+  shift
+  t0=$(date +%s%N)
+  "$@"
+  rc=$?
+  echo "$label: wall $(( ($(date +%s%N) - t0) / 1000000 )) ms, exit $rc"
+  return $rc
+}
 
 prepare() {
   set -e
@@ -34,10 +44,17 @@ prepare() {
   local runner=${CARGO_TARGET_DIR:-target}/release/pjc-runner
   rm -rf "$BUNDLE" "$BUNDLE.tar.xz"
   mkdir -p "$BUNDLE/progs" "$BUNDLE/lib"
-  # Numeric cases: every f32 case, and one case of each family without f32.
+  # Numeric cases: every f32 case, and one case of each family without f32
+  # (one-device programs only: a machine with one GPU runs one process).
   python3 - "$BUNDLE/cases.txt" <<'EOF'
 import os, re, sys
-cases = sorted(os.listdir("tests/numeric/cases"))
+def devices(c):
+    m = re.search(r"^mesh \[(.*)\]", open(f"tests/numeric/cases/{c}/prog.pir").read(), re.M)
+    n = 1
+    for size in re.findall(r"=(\d+)", m.group(1)) if m else []:
+        n *= int(size)
+    return n
+cases = [c for c in sorted(os.listdir("tests/numeric/cases")) if devices(c) == 1]
 fam = lambda c: re.sub(r"_(f32|f64|f16|bf16|i8|i16|i32|i64|u8|u16|u32|u64|pred|other)$", "", c)
 have_f32 = {fam(c) for c in cases if c.endswith("_f32")}
 pick = [c for c in cases if c.endswith("_f32")]
@@ -87,13 +104,28 @@ EOF
   python3 examples/make_inputs.py gen "$d/init" >/dev/null
   python3 examples/make_inputs.py dataset "$d/data" 2048 >/dev/null
   rm -f "$d"/init/*.npy
+  # A GEMM-bound loop for timing: a 2048x2048 f32 product per step.
+  d="$BUNDLE/progs/bench_matmul"
+  mkdir -p "$d"
+  cat >"$d/prog.pir" <<'PIR'
+func @main(%a: f32[2048,2048], %b: f32[2048,2048]) -> (a: f32[2048,2048], s: f32[]) {
+  %c = dot_general %a, %b {lhs_contract=[1], rhs_contract=[0]} : f32[2048,2048]
+  %k = constant 0.02 : f32[2048,2048]
+  %d = mul %c, %k
+  %a2 = tanh %d
+  %s = reduce %a2 {dims=[0,1], kind=sum} : f32[]
+  return %a2, %s
+}
+PIR
+  "$pjc" compile "$d/prog.pir" -o "$d/prog.bin"
+  python3 scripts/gpu_compare.py inputs "$BUNDLE/progs"
   cp scripts/gpu_compare.py "$BUNDLE/"
   # OpenMPI's libraries (pjc-runner links libmpi; a one-device run never calls MPI_Init).
   ldd "$runner" | awk '/=> \// {print $3}' | grep -E 'libmpi|libopen-|libpmix|libhwloc|libevent|libprrte|libudev|libz\.' \
     | while read -r l; do cp -L "$l" "$BUNDLE/lib/"; done
   python3 - <<'EOF'
 import lzma, tarfile
-with tarfile.open("gpu-bundle.tar.xz", "w:xz", preset=9 | lzma.PRESET_EXTREME) as t:
+with tarfile.open("gpu-bundle.tar.xz", "w:xz", preset=6) as t:
     t.add("gpu-bundle")
 EOF
   rm -rf "$BUNDLE"
@@ -117,22 +149,31 @@ run() {
     say "using the carried OpenMPI libraries"
   fi
   ldd "$b/progs/prog_mlp/prog.bin" | grep -E "not found|mpi" || true
-  # NVIDIA's pip packages (cuBLAS, NCCL) for the runtime's library search.
-  export PJC_CUDA_DEBUG=${PJC_CUDA_DEBUG:-1}
-  say "one device query"
-  (cd "$b/progs/prog_mlp" && timeout 120 ./prog.bin --device cuda --inputs ../../progs/prog_mlp/inputs.safetensors --output "$work/probe.safetensors"; echo "exit $?")
+  say "devices (--list-devices) and one CUDA run"
+  timeout 60 "$b/progs/prog_mlp/prog.bin" --list-devices
+  timeout 120 "$b/progs/prog_mlp/prog.bin" --device cuda --inputs "$b/progs/prog_mlp/inputs.safetensors" --output "$work/probe.safetensors"
+  echo "exit $?"
   say "every program: --device cpu, --device cuda, compared"
-  python3 "$b/gpu_compare.py" run "$b/progs" "$out/gpu-check.md"
+  python3 scripts/gpu_compare.py run "$b/progs" "$out/gpu-check.md"
   local rc=$?
   say "training: examples/mlp_train.pir (mesh data=1), 300 steps on 2048 examples"
   local t=$b/progs/train_mlp
   for dev in cpu cuda; do
-    /usr/bin/time -f "$dev wall %e s" timeout 300 "$t/prog.bin" --device "$dev" --inputs "$t/init/inputs.safetensors" \
+    timed "$dev" timeout 300 "$t/prog.bin" --device "$dev" --inputs "$t/init/inputs.safetensors" \
       --data "x=$t/data/train_x.npy" --data "labels=$t/data/train_labels.npy" --steps 300 --log-every 100 \
       --output "$work/train_$dev.safetensors" 2>&1 | tee "$work/train_$dev.log"
   done
-  python3 "$b/gpu_compare.py" pair "$work/train_cpu.safetensors" "$work/train_cuda.safetensors" | tee -a "$out/gpu-check.md"
+  python3 scripts/gpu_compare.py pair "$work/train_cpu.safetensors" "$work/train_cuda.safetensors" | tee -a "$out/gpu-check.md"
   { echo; echo '```'; cat "$work/train_cpu.log" "$work/train_cuda.log"; echo '```'; } >>"$out/gpu-check.md"
+  say "timing: 2048x2048 f32 product + tanh + sum, 50 steps in loop mode"
+  local m=$b/progs/bench_matmul
+  { echo; echo "bench_matmul (50 steps of a 2048^3 f32 GEMM + tanh + sum):"; echo '```'; } >>"$out/gpu-check.md"
+  for dev in cpu cuda; do
+    timed "$dev" timeout 300 "$m/prog.bin" --device "$dev" --inputs "$m/inputs.safetensors" --steps 50 --log-every 25 \
+      --output "$work/bench_$dev.safetensors" 2>&1 | tee -a "$out/gpu-check.md"
+  done
+  echo '```' >>"$out/gpu-check.md"
+  python3 scripts/gpu_compare.py pair "$work/bench_cpu.safetensors" "$work/bench_cuda.safetensors" | tee -a "$out/gpu-check.md"
   say "report: $out/gpu-check.md"
   cat "$out/gpu-check.md"
   exit $rc

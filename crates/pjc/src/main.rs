@@ -58,6 +58,8 @@ enum Cmd {
         #[arg(long, default_value = "main")]
         entry: String,
     },
+    /// Print what this machine offers for compiled executables: CPU, GPUs.
+    Devices,
     /// Run the entry function in the reference interpreter.
     Eval {
         file: PathBuf,
@@ -315,6 +317,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 }
                 Err(e) => println!("\nkernel plan: not available: {}", e.0),
             }
+            Ok(())
+        }
+        Cmd::Devices => {
+            print!("{}", pjc_runtime::devices::describe_machine());
             Ok(())
         }
         Cmd::Eval { file, input, inputs, output, entry } => eval::run(&file, &entry, &input, &inputs, &output),

@@ -1,0 +1,328 @@
+//! Training at scale with compiled executables under real `mpirun`:
+//! checkpoints, a rank killed mid-run, resume (same and other process
+//! counts), damaged checkpoints refused, traces, `--list-devices`.
+
+use pjc_ir::{DType, TensorType};
+use pjc_tensor::{Buf, Tensor};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// A data-parallel regression step heavy enough (a few ms per step) that a
+/// rank can be killed while the run is in progress.
+const PROGRAM: &str = "mesh [data=4]
+
+func @loss(%w1: f32[256,256], %w2: f32[256,32], %x: f32[128,256] on [data, _], %y: f32[128,32] on [data, _]) -> (l: f32[]) {
+  %h = dot_general %x, %w1 {lhs_contract=[1], rhs_contract=[0]} : f32[128,256]
+  %t = tanh %h
+  %o = dot_general %t, %w2 {lhs_contract=[1], rhs_contract=[0]} : f32[128,32]
+  %d = sub %o, %y
+  %d2 = mul %d, %d
+  %l = reduce %d2 {dims=[0,1], kind=sum} : f32[]
+  return %l
+}
+
+func @main(%w1: f32[256,256], %w2: f32[256,32], %x: f32[128,256] on [data, _], %y: f32[128,32] on [data, _]) -> (loss: f32[], w1: f32[256,256], w2: f32[256,32]) {
+  %l, %g1, %g2 = grad @loss(%w1, %w2, %x, %y) {wrt=[0,1]} : (f32[], f32[256,256], f32[256,32])
+  %k1 = constant 0.0001 : f32[256,256]
+  %u1 = mul %g1, %k1
+  %w1n = sub %w1, %u1
+  %k2 = constant 0.0001 : f32[256,32]
+  %u2 = mul %g2, %k2
+  %w2n = sub %w2, %u2
+  return %l, %w1n, %w2n
+}
+";
+
+const STEPS: u64 = 40;
+
+fn scratch() -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let d = std::env::temp_dir().join(format!("pjc-training-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn random(shape: Vec<usize>, seed: &mut u64, scale: f64) -> Tensor {
+    let n: usize = shape.iter().product();
+    let v: Vec<f32> = (0..n)
+        .map(|_| {
+            *seed ^= *seed << 13;
+            *seed ^= *seed >> 7;
+            *seed ^= *seed << 17;
+            (((*seed % 2001) as f64 / 1000.0 - 1.0) * scale) as f32
+        })
+        .collect();
+    Tensor::new(shape, Buf::F32(v))
+}
+
+fn compile(dir: &Path, name: &str, mesh: &str) -> PathBuf {
+    let prog = dir.join("prog.pir");
+    std::fs::write(&prog, PROGRAM).unwrap();
+    let exe = dir.join(name);
+    let o = Command::new(env!("CARGO_BIN_EXE_pjc")).arg("compile").arg(&prog).args(["--mesh", mesh, "-o"]).arg(&exe).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    exe
+}
+
+fn mpirun(np: usize, exe: &Path, args: &[String]) -> Command {
+    let mut c = Command::new("timeout");
+    c.args(["--signal=TERM", "--kill-after=10", "120", "mpirun", "--oversubscribe", "-np", &np.to_string()]).arg(exe).args(args);
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_btl", "self,vader")
+        .env("OMPI_MCA_pml", "ob1")
+        .env("PJC_THREADS", "1")
+        .env("RUST_BACKTRACE", "0");
+    c
+}
+
+fn run(np: usize, exe: &Path, args: &[String]) -> Output {
+    let o = mpirun(np, exe, args).output().unwrap();
+    assert_ne!(o.status.code(), Some(124), "hang: {args:?}");
+    o
+}
+
+struct Setup {
+    dir: PathBuf,
+    exe4: PathBuf,
+    exe2: PathBuf,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        let dir = scratch();
+        let mut seed = 0x1234_5678_9abc_def1u64;
+        // 200 examples, batch 128: the data stream wraps around.
+        let tensors = [
+            ("w1", random(vec![256, 256], &mut seed, 0.1)),
+            ("w2", random(vec![256, 32], &mut seed, 0.1)),
+            ("x", random(vec![200, 256], &mut seed, 1.0)),
+            ("y", random(vec![200, 32], &mut seed, 1.0)),
+        ];
+        for (n, t) in &tensors {
+            pjc_tensor::write_npy(&dir.join(format!("{n}.npy")), t).unwrap();
+        }
+        let exe4 = compile(&dir, "train4.bin", "data=4");
+        let exe2 = compile(&dir, "train2.bin", "data=2");
+        Setup { dir, exe4, exe2 }
+    }
+
+    fn p(&self, n: &str) -> String {
+        self.dir.join(n).display().to_string()
+    }
+
+    fn args(&self, steps: u64, out: &str, extra: &[&str]) -> Vec<String> {
+        let mut a: Vec<String> = vec![
+            "--input".into(),
+            format!("w1={}", self.p("w1.npy")),
+            "--input".into(),
+            format!("w2={}", self.p("w2.npy")),
+            "--data".into(),
+            format!("x={}", self.p("x.npy")),
+            "--data".into(),
+            format!("y={}", self.p("y.npy")),
+            "--steps".into(),
+            steps.to_string(),
+            "--log-every".into(),
+            "10".into(),
+            "--output".into(),
+            self.p(out),
+        ];
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    }
+
+    fn read(&self, out: &str) -> Vec<(String, Tensor)> {
+        pjc_tensor::read_safetensors(&self.dir.join(out)).unwrap()
+    }
+}
+
+fn bits(ts: &[(String, Tensor)]) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = ts.iter().map(|(n, t)| (n.clone(), pjc_tensor::buf_to_le_bytes(&t.data))).collect();
+    v.sort();
+    v
+}
+
+/// Float results equal within `rtol` of the largest magnitude.
+fn close(a: &[(String, Tensor)], b: &[(String, Tensor)], rtol: f64) {
+    for (n, t) in a {
+        let u = &b.iter().find(|(m, _)| m == n).unwrap_or_else(|| panic!("no {n}")).1;
+        let (Buf::F32(x), Buf::F32(y)) = (&t.data, &u.data) else { panic!("{n}: not f32") };
+        let m = x.iter().fold(0f32, |m, v| m.max(v.abs())) as f64;
+        for (i, (p, q)) in x.iter().zip(y).enumerate() {
+            assert!(((p - q).abs() as f64) <= rtol * m.max(1e-30), "{n}[{i}]: {p} vs {q}");
+        }
+    }
+}
+
+/// Pids of the processes running executable `exe` (not mpirun itself).
+fn ranks_of(exe: &Path) -> Vec<u32> {
+    let want = std::fs::canonicalize(exe).unwrap();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()))
+        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|p| p == want))
+        .collect()
+}
+
+#[test]
+fn checkpoint_kill_resume_reshard_and_refuse_damage() {
+    let s = Setup::new();
+    // The uninterrupted run.
+    let o = run(4, &s.exe4, &s.args(STEPS, "full.safetensors", &[]));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let full = s.read("full.safetensors");
+
+    // A run whose rank is killed after its second checkpoint.
+    let ck = s.p("ck");
+    let mut child = mpirun(4, &s.exe4, &s.args(STEPS, "crashed.safetensors", &["--checkpoint", &ck, "--checkpoint-every", "4"]))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    let second = Path::new(&ck).join("step-00000008");
+    while !second.exists() && t0.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(second.exists(), "no checkpoint at step 8 after 60 s");
+    let victims = ranks_of(&s.exe4);
+    let killed = if let Some(&pid) = victims.get(1) {
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        true
+    } else {
+        false
+    };
+    let t_kill = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if killed && !Path::new(&ck).join(format!("step-{STEPS:08}")).exists() {
+        // The job stopped, quickly, with a failure status that names the rank.
+        assert!(!out.status.success(), "the job survived a killed rank:\n{err}");
+        assert!(t_kill.elapsed() < Duration::from_secs(30), "the job took {:?} to stop", t_kill.elapsed());
+        assert!(err.contains("rank") || err.contains("process"), "no rank named:\n{err}");
+    }
+    // Resume on 4 processes: bitwise the uninterrupted result.
+    let ckdir = PathBuf::from(&ck);
+    let snapshot = s.p("ck-snapshot");
+    let _ = Command::new("cp").args(["-r", &ck, &snapshot]).status();
+    let o = run(4, &s.exe4, &s.args(STEPS, "resumed.safetensors", &["--checkpoint", &ck, "--checkpoint-every", "4", "--resume"]));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("resuming from"), "{err}");
+    assert_eq!(bits(&s.read("resumed.safetensors")), bits(&full), "resume on the same process count must be bitwise exact");
+    assert!(ckdir.join(format!("step-{STEPS:08}")).join("manifest.json").exists());
+
+    // 4 -> 2: the snapshot (written by 4 ranks) resumed by the 2-process build.
+    let o = run(2, &s.exe2, &s.args(STEPS, "r42.safetensors", &["--checkpoint", &snapshot, "--resume"]));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("written by 4 processes"), "{err}");
+    close(&s.read("r42.safetensors"), &full, 1e-4);
+
+    // 2 -> 4: 12 steps on 2 processes, then on to the end on 4.
+    let ck2 = s.p("ck2");
+    let o = run(2, &s.exe2, &s.args(12, "part.safetensors", &["--checkpoint", &ck2]));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = run(4, &s.exe4, &s.args(STEPS, "r24.safetensors", &["--checkpoint", &ck2, "--resume"]));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("step 12 of 40") && err.contains("written by 2 processes"), "{err}");
+    close(&s.read("r24.safetensors"), &full, 1e-4);
+
+    // Damage: the newest checkpoint of a copy has a flipped byte, the one
+    // before it a missing file: both refused, the third newest used, and the
+    // result is still bitwise the uninterrupted one.
+    let ck3 = s.p("ck3");
+    let o = run(4, &s.exe4, &s.args(12, "p3.safetensors", &["--checkpoint", &ck3, "--checkpoint-every", "4"]));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let f = Path::new(&ck3).join("step-00000012/rank0.safetensors");
+    let mut b = std::fs::read(&f).unwrap();
+    let n = b.len();
+    b[n - 5] ^= 0x40;
+    std::fs::write(&f, b).unwrap();
+    std::fs::remove_file(Path::new(&ck3).join("step-00000008/rank3.safetensors")).unwrap();
+    let o = run(4, &s.exe4, &s.args(STEPS, "r3.safetensors", &["--checkpoint", &ck3, "--resume"]));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("step-00000012") && err.contains("checksum"), "the corrupted checkpoint is named:\n{err}");
+    assert!(err.contains("step-00000008") && err.contains("rank3.safetensors"), "the torn checkpoint is named:\n{err}");
+    assert!(err.contains("resuming from") && err.contains("step-00000004"), "{err}");
+    assert_eq!(bits(&s.read("r3.safetensors")), bits(&full));
+
+    // Only damaged checkpoints: a clear error, exit 2.
+    let ck4 = s.p("ck4");
+    let o = run(4, &s.exe4, &s.args(4, "p4.safetensors", &["--checkpoint", &ck4]));
+    assert!(o.status.success());
+    std::fs::write(Path::new(&ck4).join("step-00000004/manifest.json"), "{").unwrap();
+    let o = run(4, &s.exe4, &s.args(STEPS, "r4.safetensors", &["--checkpoint", &ck4, "--resume"]));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("no complete checkpoint"), "{err}");
+
+    // --keep 2 keeps the newest two.
+    let ck5 = s.p("ck5");
+    let o = run(4, &s.exe4, &s.args(12, "p5.safetensors", &["--checkpoint", &ck5, "--checkpoint-every", "2", "--keep", "2"]));
+    assert!(o.status.success());
+    let mut left: Vec<String> = std::fs::read_dir(&ck5).unwrap().flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect();
+    left.sort();
+    assert_eq!(left, vec!["step-00000010", "step-00000012"]);
+    let _ = std::fs::remove_dir_all(&s.dir);
+}
+
+#[test]
+fn trace_has_every_rank_and_collective() {
+    let s = Setup::new();
+    let trace = s.p("trace.json");
+    let o = run(4, &s.exe4, &s.args(3, "t.safetensors", &["--trace", &trace, "--checkpoint", &s.p("tck")]));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).expect("valid JSON");
+    let events = doc["traceEvents"].as_array().expect("traceEvents");
+    // The plan's collectives, from --emit plan.
+    let plan = Command::new(env!("CARGO_BIN_EXE_pjc")).arg("compile").arg(s.dir.join("prog.pir")).args(["--mesh", "data=4", "--emit", "plan"]).output().unwrap();
+    let plan = String::from_utf8_lossy(&plan.stdout);
+    let collectives: Vec<&str> = plan.lines().filter_map(|l| l.trim().strip_prefix("collective ")).map(|l| l.split(' ').next().unwrap()).collect();
+    assert!(!collectives.is_empty(), "{plan}");
+    for rank in 0..4u64 {
+        let mine: Vec<&serde_json::Value> = events.iter().filter(|e| e["pid"].as_u64() == Some(rank)).collect();
+        assert!(mine.iter().any(|e| e["ph"] == "M" && e["name"] == "process_name"), "rank {rank} has no track name");
+        for e in mine.iter().filter(|e| e["ph"] == "X") {
+            assert!(e["ts"].as_f64().is_some() && e["dur"].as_f64().is_some_and(|d| d >= 0.0) && e["name"].is_string(), "{e}");
+        }
+        let count = |cat: &str| mine.iter().filter(|e| e["cat"] == cat).count();
+        assert_eq!(count("step"), 3, "rank {rank}: one event per step");
+        assert!(count("kernel") > 0 && count("gemm") > 0, "rank {rank}");
+        assert!(count("io") >= 2, "rank {rank}: input reading and the checkpoint");
+        // Every collective of the program, in every step, with its bytes.
+        for c in &collectives {
+            let n = mine.iter().filter(|e| e["cat"] == "collective" && e["name"] == *c && e["args"]["bytes"].as_u64().is_some_and(|b| b > 0)).count();
+            assert!(n >= 3, "rank {rank}: collective {c} appears {n} times");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&s.dir);
+}
+
+#[test]
+fn list_devices_names_every_rank() {
+    let s = Setup::new();
+    let o = run(4, &s.exe4, &["--list-devices".to_string()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "mesh [data=4]", "{out}");
+    for r in 0..4 {
+        let l = lines.iter().find(|l| l.starts_with(&format!("rank {r}: "))).unwrap_or_else(|| panic!("no rank {r}:\n{out}"));
+        assert!(l.contains(&format!("local rank {r}")) && l.contains(&format!("mesh [data={r}]")), "{l}");
+        assert!(l.contains("CPU: ") || l.contains("GPU "), "{l}");
+    }
+    // Without running the program: no outputs, no inputs needed.
+    let o = Command::new(env!("CARGO_BIN_EXE_pjc")).arg("devices").output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && out.contains("cpu: ") && out.contains("gpus: ") || out.contains("GPU 0"), "{out}");
+    let _ = std::fs::remove_dir_all(&s.dir);
+    let _ = TensorType::new(DType::F32, vec![]);
+}
