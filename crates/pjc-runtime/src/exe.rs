@@ -521,6 +521,7 @@ pub fn run(world: &World, payload: &Payload, a: &ExeArgs) -> Result<(), RuntimeE
             }
         }
     }
+    tracer.extend(backend.take_trace());
     drop(backend);
     if let Some(path) = &a.trace {
         tracer.write(path)?;

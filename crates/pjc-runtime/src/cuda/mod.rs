@@ -191,6 +191,8 @@ pub struct CudaBackend {
     module: Option<sys::CUmodule>,
     hooks: Coords,
     threads: usize,
+    /// `--trace`: each step synchronized and timed (only while tracing).
+    trace: Option<Vec<crate::trace::Event>>,
     stream: Arc<CudaStream>,
     ctx: Arc<CudaContext>,
 }
@@ -241,6 +243,7 @@ impl CudaBackend {
             module: None,
             hooks: Coords { mesh: mesh.clone(), coords: mesh.coords(world.rank() as u64) },
             threads: world.kernel_threads(),
+            trace: None,
             stream,
             ctx,
         };
@@ -566,6 +569,14 @@ impl CudaBackend {
     }
 }
 
+impl CudaBackend {
+    fn traced(&mut self, name: String, cat: &str, start: std::time::Instant, args: serde_json::Value) {
+        if let Some(t) = &mut self.trace {
+            t.push(crate::trace::Event { name, cat: cat.to_string(), start, dur: start.elapsed(), args });
+        }
+    }
+}
+
 impl Backend for CudaBackend {
     fn name(&self) -> &'static str {
         "cuda"
@@ -575,16 +586,31 @@ impl Backend for CudaBackend {
         let b = *self.plan.params.get(i).ok_or_else(|| RuntimeError::Internal(format!("parameter {i} of a plan with {}", self.plan.params.len())))?;
         pjc_host::check_arg(t, &self.plan.buffers[b].ty, &format!("argument {i} (%{})", self.plan.buffers[b].name)).map_err(env_err)?;
         self.ctx.bind_to_thread().map_err(cuda("binding the CUDA context"))?;
-        self.upload(b, &pjc_tensor::buf_to_le_bytes(&t.data))
+        let start = std::time::Instant::now();
+        let r = self.upload(b, &pjc_tensor::buf_to_le_bytes(&t.data));
+        self.traced(format!("host to device %{}", self.plan.buffers[b].name), "copy", start, serde_json::json!({"bytes": self.bufs[b].bytes}));
+        r
     }
 
     fn run(&mut self) -> Result<(), RuntimeError> {
         self.ctx.bind_to_thread().map_err(cuda("binding the CUDA context"))?;
         for si in 0..self.steps.len() {
+            let start = std::time::Instant::now();
             self.run_step(si).map_err(|e| match e {
                 RuntimeError::Env(m) => RuntimeError::Env(format!("GPU {} step {si}: {m}", self.ordinal)),
                 other => other,
             })?;
+            if self.trace.is_some() {
+                // Tracing times each step on the device: wait for it.
+                self.stream.synchronize().map_err(cuda("synchronizing the stream"))?;
+                let (name, cat, args) = match &self.plan.steps[si] {
+                    Step::Kernel(k) => (k.name.clone(), "kernel", serde_json::json!({})),
+                    Step::Library { inst, .. } if matches!(self.steps[si], Exec::Gemm { .. }) => (inst.op.to_string(), "gemm", serde_json::json!({})),
+                    Step::Library { inst, .. } => (inst.op.to_string(), "library", serde_json::json!({"on": "host"})),
+                    Step::Collective { inst, input, .. } => (inst.op.to_string(), "collective", serde_json::json!({"bytes": self.plan.buffers[*input].bytes()})),
+                };
+                self.traced(name, cat, start, args);
+            }
         }
         Ok(())
     }
@@ -592,7 +618,18 @@ impl Backend for CudaBackend {
     fn result(&mut self, k: usize) -> Result<Tensor, RuntimeError> {
         let b = *self.plan.results.get(k).ok_or_else(|| RuntimeError::Internal(format!("result {k} of a plan with {}", self.plan.results.len())))?;
         self.ctx.bind_to_thread().map_err(cuda("binding the CUDA context"))?;
-        self.download(b)
+        let start = std::time::Instant::now();
+        let r = self.download(b);
+        self.traced(format!("device to host %{}", self.plan.buffers[b].name), "copy", start, serde_json::json!({"bytes": self.bufs[b].bytes}));
+        r
+    }
+
+    fn set_tracing(&mut self, on: bool) {
+        self.trace = on.then(Vec::new);
+    }
+
+    fn take_trace(&mut self) -> Vec<crate::trace::Event> {
+        self.trace.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     fn carry(&mut self, pairs: &[(usize, usize)]) -> Result<(), RuntimeError> {
