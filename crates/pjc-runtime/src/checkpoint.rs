@@ -121,6 +121,7 @@ fn sharding_text(s: Option<&Sharding>) -> String {
 
 /// Writes the checkpoint of `step` (collective). `values[j]` is this rank's
 /// local block of `carried[j]`.
+#[allow(clippy::too_many_arguments)]
 pub fn write(world: &World, dir: &Path, step: u64, mesh: &Mesh, carried: &[Carried], values: &[Tensor], data: Option<DataPosition>, keep: Option<usize>) -> Result<PathBuf, RuntimeError> {
     let rank = world.rank() as u64;
     let tmp = tmp_dir(dir, step);

@@ -9,7 +9,7 @@ use pjc_fusion::plan::Step;
 use pjc_ir::Opcode;
 use pjc_runtime::backend::Backend;
 use pjc_runtime::cuda::{probe, CudaBackend};
-use pjc_runtime::{MpiCollectives, RuntimeError, World};
+use pjc_runtime::{RuntimeError, World};
 use pjc_tensor::{Buf, Tensor};
 
 const PROGRAM: &str = r#"
@@ -64,13 +64,10 @@ fn close(a: &Tensor, b: &Tensor) -> bool {
 
 #[test]
 fn cuda_backend_matches_the_reference() {
-    let dir = std::env::temp_dir().join(format!("pjc-cuda-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("p.pir");
-    std::fs::write(&file, PROGRAM).unwrap();
-    let (m, entry) = pjc_runtime::driver::load(&file, "main", None).unwrap();
-    let lowered = pjc_runtime::driver::lower(m, entry).unwrap();
-    let plan = &lowered.plan;
+    // A one-device spmd program is its own per-device program.
+    let m = pjc_front::load(PROGRAM).unwrap_or_else(|d| panic!("{}", pjc_front::render("<test>", PROGRAM, &d)));
+    let mesh = m.mesh_or_single();
+    let plan = &pjc_fusion::plan(&m.funcs[m.func_by_name("main").unwrap()]).unwrap();
     let world = World::single();
     let args = inputs(plan);
     // The program reaches every kind of step the backend handles.
@@ -103,8 +100,8 @@ fn cuda_backend_matches_the_reference() {
     }
     if let Some(r) = reason {
         // No GPU: construction must fail cleanly.
-        let ptx = ptx.unwrap_or_else(|_| pjc_host::PtxModule { arch: "sm_90".into(), ptx: String::new(), kernels: vec![] });
-        match CudaBackend::new(plan, &ptx, &world, &lowered.mesh) {
+        let ptx = ptx.unwrap_or_else(|_| pjc_codegen::PtxModule { arch: "sm_90".into(), ptx: String::new(), kernels: vec![] });
+        match CudaBackend::new(plan, &ptx, &world, &mesh) {
             Err(RuntimeError::Env(msg)) => assert!(msg.contains("CUDA"), "{msg}"),
             Err(e) => panic!("unexpected error: {e:?}"),
             Ok(_) => panic!("a CUDA backend without a GPU"),
@@ -114,10 +111,9 @@ fn cuda_backend_matches_the_reference() {
     }
 
     let ptx = ptx.unwrap();
-    let mut coll = MpiCollectives::for_plan(&world, &lowered.mesh, plan).unwrap();
-    let want = pjc_runtime::exec::run_reference(plan, &args, &mut coll).unwrap();
+    let want = pjc_fusion::exec::execute(plan, &args, &mut pjc_fusion::exec::SingleDevice).unwrap();
 
-    let mut be = CudaBackend::new(plan, &ptx, &world, &lowered.mesh).unwrap();
+    let mut be = CudaBackend::new(plan, &ptx, &world, &mesh).unwrap();
     for (i, t) in args.iter().enumerate() {
         be.set_param(i, t).unwrap();
     }
@@ -133,5 +129,4 @@ fn cuda_backend_matches_the_reference() {
     for (k, w) in want.iter().enumerate() {
         assert!(close(&be.result(k).unwrap(), w), "second run, result {k}");
     }
-    std::fs::remove_dir_all(&dir).ok();
 }
