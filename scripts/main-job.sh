@@ -5,7 +5,8 @@
 # step written with grad) is compiled through sharding, partitioning, kernel planning
 # and LLVM/PTX code generation, and trained for 5 SGD steps in the interpreter and
 # as a standalone executable (pjc compile -o) under mpirun -np 4 in loop mode, and
-# finally trained for 64 steps on a 512-example dataset.
+# finally trained for 64 steps on a 512-example dataset with checkpoints, then resumed on
+# 2 processes (a recompiled --mesh data=2) up to step 96 with a trace.
 #
 # Work files go to $PJC_WORK (default /tmp/pjc-main-job), emptied at the start.
 set -euo pipefail
@@ -129,5 +130,22 @@ python3 -c "import sys; sys.exit(0 if float(sys.argv[2]) < 0.5 * float(sys.argv[
   || die "training did not lower the loss enough: step 8 $first, step 64 $last"
 echo "loss: step 8 $first -> step 64 $last; trained parameters in $WORK/trained.safetensors"
 
+say "checkpoints every 16 steps, then resume on 2 processes (recompiled with --mesh data=2) up to step 96, with a trace"
+"$PJC" compile "$TRAIN" --mesh data=2 -o "$WORK/mlp_train2.bin" || die "pjc compile --mesh data=2 -o"
+timeout 600 mpirun --oversubscribe -np 4 "$WORK/mlp_train.bin" --inputs "$WORK/inputs/inputs.safetensors" \
+  --data "x=$WORK/data/train_x.npy" --data "labels=$WORK/data/train_labels.npy" --steps 64 --log-every 32 \
+  --checkpoint "$WORK/ck" --checkpoint-every 16 --keep 2 | tee "$WORK/ck.log" || die "training with checkpoints"
+ls "$WORK/ck"
+timeout 600 mpirun --oversubscribe -np 2 "$WORK/mlp_train2.bin" --inputs "$WORK/inputs/inputs.safetensors" \
+  --data "x=$WORK/data/train_x.npy" --data "labels=$WORK/data/train_labels.npy" --steps 96 --log-every 16 \
+  --checkpoint "$WORK/ck" --resume --trace "$WORK/trace.json" --output "$WORK/resumed.safetensors" 2>&1 | tee "$WORK/resume.log" \
+  || die "resume on 2 processes"
+grep -q "resuming from '$WORK/ck/step-00000064' (step 64 of 96, written by 4 processes" "$WORK/resume.log" || die "did not resume from step 64"
+resumed=$(loss_of "$WORK/resumed.safetensors")
+python3 -c "import sys; sys.exit(0 if float(sys.argv[2]) < float(sys.argv[1]) else 1)" "$last" "$resumed" \
+  || die "the loss did not keep falling after the resume: step 64 $last, step 96 $resumed"
+python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print('trace: %d events on %d ranks (open it in Perfetto)' % (len(d['traceEvents']), len({e['pid'] for e in d['traceEvents']})))" "$WORK/trace.json"
+echo "loss: step 64 $last (4 processes) -> step 96 $resumed (2 processes, resumed from the checkpoint)"
+
 echo
-echo "main-job: OK: check, fmt, eval of $PROGRAM; $TRAIN compiled (sharded, partitioned, planned, LLVM/PTX, -o executable) and trained under mpirun -np 4: 5 steps equal to pjc eval, 64 steps lowering the loss (results in $WORK)"
+echo "main-job: OK: check, fmt, eval of $PROGRAM; $TRAIN compiled (sharded, partitioned, planned, LLVM/PTX, -o executable) and trained under mpirun -np 4: 5 steps equal to pjc eval, 64 steps lowering the loss, checkpointed and resumed on 2 processes to step 96 (results in $WORK)"
