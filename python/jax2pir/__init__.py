@@ -10,18 +10,31 @@ See docs/jax.md in the pjc repository for the naming scheme, the CLI and the tab
 supported primitives.
 """
 
-from . import safetensors
-from ._builder import UnsupportedError
-from ._export import ExportError, export, leaf_names, param_dict
-from ._text import PirTypeError
+from . import safetensors  # numpy only: usable without JAX (data generators)
 
 __all__ = ["export", "save_params", "load_params", "param_names", "UnsupportedError",
            "ExportError", "PirTypeError", "param_dict"]
 __version__ = "0.1.0"
 
 
+_LAZY = {"export": "_export", "param_dict": "_export", "leaf_names": "_export",
+         "ExportError": "_export", "UnsupportedError": "_builder", "PirTypeError": "_text"}
+
+
+def __getattr__(name):
+    # JAX is imported on first use of the exporter, so that `jax2pir.safetensors` (and
+    # the examples' data generators) work on a machine without JAX.
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(name)
+
+
 def param_names(tree):
     """The PIR names of the leaves of `tree`, a dict keyed by argument names."""
+    from ._export import leaf_names
+
     return leaf_names("", tree)
 
 
@@ -34,6 +47,8 @@ def save_params(path, tree):
     """
     import jax
     import numpy as np
+
+    from ._export import leaf_names
 
     names = leaf_names("", tree)
     leaves = jax.tree_util.tree_leaves(tree)

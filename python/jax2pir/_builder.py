@@ -23,14 +23,28 @@ class UnsupportedError(Exception):
     """A primitive (or a form of one) that has no PIR translation."""
 
 
-def source_of(eqn) -> str:
-    """'file.py:42 (fn)' for the user's line that produced an equation."""
+# The equations being inlined (jit, custom_jvp_call, ...) around the current one: an
+# equation traced inside a library function may have no user frame of its own, and then
+# the nearest enclosing call's line is the user's.
+_ENCLOSING = []
+
+
+def _summary(eqn) -> str:
     try:
         from jax._src import source_info_util
 
-        return source_info_util.summarize(eqn.source_info)
+        return source_info_util.summarize(eqn.source_info).strip()
     except Exception:  # pragma: no cover - private API moved
-        return "unknown source line"
+        return ""
+
+
+def source_of(eqn) -> str:
+    """'file.py:42 (fn)' for the user's line that produced an equation."""
+    for e in [eqn] + _ENCLOSING[::-1]:
+        s = _summary(e)
+        if s:
+            return s
+    return "an unknown source line"
 
 
 def fail(eqn, message: str):
@@ -220,6 +234,10 @@ class Builder:
 
     def inline(self, closed_or_open, args):
         """Inline a ClosedJaxpr or an open Jaxpr (no consts)."""
-        if hasattr(closed_or_open, "jaxpr") and hasattr(closed_or_open, "consts"):
-            return self.run_jaxpr(closed_or_open.jaxpr, closed_or_open.consts, args)
-        return self.run_jaxpr(closed_or_open, [], args)
+        _ENCLOSING.append(self.last_eqn)
+        try:
+            if hasattr(closed_or_open, "jaxpr") and hasattr(closed_or_open, "consts"):
+                return self.run_jaxpr(closed_or_open.jaxpr, closed_or_open.consts, args)
+            return self.run_jaxpr(closed_or_open, [], args)
+        finally:
+            _ENCLOSING.pop()

@@ -228,10 +228,12 @@ def _broadcast_in_dim(b, eqn, ins):
 
 @rule("reshape")
 def _reshape(b, eqn, ins):
-    if eqn.params.get("dimensions") not in (None, ()):
-        fail(eqn, "reshape with a dimension order (transpose first) is not supported")
     _, shape = out_type(eqn)
-    return b.reshape(ins[0], shape)
+    x = ins[0]
+    dims = eqn.params.get("dimensions")
+    if dims is not None:  # XLA's reshape with a dimension order: transpose, then reshape
+        x = b.transpose(x, dims)
+    return b.reshape(x, shape)
 
 
 @rule("squeeze", "expand_dims")

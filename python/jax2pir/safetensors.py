@@ -21,9 +21,9 @@ def write(path, tensors):
     """Write {name: array} to `path` (names sorted, as the reference writer does)."""
     header, blobs, offset = {}, [], 0
     for name in sorted(tensors):
-        arr = np.ascontiguousarray(np.asarray(tensors[name]))
+        arr = np.asarray(tensors[name])  # (ascontiguousarray would make a scalar 1-d)
         dt = pir_dtype(arr.dtype)
-        data = arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
+        data = arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes(order="C")
         header[name] = {"dtype": _ST[dt], "shape": [int(d) for d in arr.shape],
                         "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
