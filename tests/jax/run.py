@@ -185,7 +185,8 @@ def pytree_names():
 
 
 # ---- 4. CLI and committed examples -----------------------------------------------------
-EXPORTS = [("jax_mlp", "train_step", "mlp.pir"), ("jax_mlp", "train_step_adam", "mlp_adam.pir")]
+EXPORTS = [("jax_mlp", "train_step", "mlp.pir"), ("jax_mlp", "train_step_adam", "mlp_adam.pir"),
+           ("jax_gpt", "train_step", "gpt.pir"), ("jax_resnet", "train_step", "resnet18_small.pir")]
 
 
 def _cli_test(example, fn, committed):
@@ -261,11 +262,12 @@ def model_batch(pir_path):
     return int(m.group(1))
 
 
-STEPS_M = {"jax_mlp": 512}
-FN = {("jax_mlp", "mlp.pir"): "train_step", ("jax_mlp", "mlp_adam.pir"): "train_step_adam"}
+STEPS_M = {"jax_mlp": 512, "jax_gpt": 64, "jax_resnet": 32}
+FN = {("jax_mlp", "mlp.pir"): "train_step", ("jax_mlp", "mlp_adam.pir"): "train_step_adam",
+      ("jax_gpt", "gpt.pir"): "train_step", ("jax_resnet", "resnet18_small.pir"): "train_step"}
 
 
-def _mlp_state(data, model):
+def _params_state(data, model):
     return (model.example_params(),)
 
 
@@ -274,12 +276,16 @@ def _mlp_adam_state(data, model):
     return (p, model.example_opt_state(p))
 
 
-_train_test("jax_mlp", "mlp.pir", 4, 8, _mlp_state, ["params"], ["x", "labels"], {"rtol": 1e-4})
+_train_test("jax_mlp", "mlp.pir", 4, 8, _params_state, ["params"], ["x", "labels"], {"rtol": 1e-4})
 # Adam: each step moves a weight by at most about lr (the update is m/(sqrt(v)+eps), of
 # size <= 1), so reassociation noise in a near-zero gradient can flip an update's sign:
 # the bound is 2*lr per step; we require 0.1*lr*steps, far below it.
 _train_test("jax_mlp", "mlp_adam.pir", 4, 8, _mlp_adam_state, ["params", "opt_state"], ["x", "labels"],
             {"atol": 0.1 * 0.01 * 8})
+
+_train_test("jax_gpt", "gpt.pir", 4, 5, _params_state, ["params"], ["tokens", "targets"], {"rtol": 1e-4})
+_train_test("jax_resnet", "resnet18_small.pir", 4, 3, _params_state, ["params"], ["images", "labels"],
+            {"rtol": 1e-4})
 
 
 def main():
