@@ -73,6 +73,12 @@ def main(argv=None):
     else:
         Path(args.output).write_text(text)
     if args.params:
+        import jax
+
+        if any(isinstance(leaf, jax.ShapeDtypeStruct) for leaf in jax.tree_util.tree_leaves(example)):
+            print("jax2pir: --params: the example arguments are shapes only (ShapeDtypeStruct)",
+                  file=sys.stderr)
+            return 2
         tensors = jax2pir.param_dict(fn, *example, param_names=options.get("param_names"))
         jax2pir.safetensors.write(args.params, tensors)
     return 0
