@@ -41,19 +41,6 @@ def init_params(seed=0):
             "head": w(DIM, VOCAB, scale=DIM ** -0.5)}
 
 
-def flat_names(tree, prefix):
-    """{PIR name: array}, the names jax2pir gives (dict keys sorted, list indices)."""
-    out = {}
-    if isinstance(tree, dict):
-        for k in sorted(tree):
-            out.update(flat_names(tree[k], f"{prefix}_{k}"))
-    elif isinstance(tree, list):
-        for i, v in enumerate(tree):
-            out.update(flat_names(v, f"{prefix}_{i}"))
-    else:
-        out[prefix] = tree
-    return out
-
 
 def dataset(m, seed=1):
     r = np.random.default_rng(seed)
@@ -75,7 +62,7 @@ def main():
     tokens, targets = dataset(a.examples)
     np.save(out / "tokens.npy", tokens)
     np.save(out / "targets.npy", targets)
-    safetensors.write(out / "params.safetensors", flat_names(init_params(), "params"))
+    safetensors.write(out / "params.safetensors", safetensors.flatten(init_params(), "params"))
     print(f"wrote {out}/tokens.npy {tokens.shape}, targets.npy, params.safetensors")
 
 

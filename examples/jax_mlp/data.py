@@ -49,10 +49,10 @@ def main():
     np.save(out / "x.npy", x)
     np.save(out / "labels.npy", labels)
     p = init_params()
-    safetensors.write(out / "params.safetensors", {f"params_{k}": v for k, v in p.items()})
-    zeros = {f"opt_state_{m}_{k}": np.zeros_like(v) for m in ("mu", "nu") for k, v in p.items()}
-    zeros["opt_state_count"] = np.zeros((), np.int32)
-    safetensors.write(out / "opt_state.safetensors", zeros)
+    safetensors.write(out / "params.safetensors", safetensors.flatten(p, "params"))
+    zeros = {m: {k: np.zeros_like(v) for k, v in p.items()} for m in ("mu", "nu")}
+    zeros["count"] = np.zeros((), np.int32)
+    safetensors.write(out / "opt_state.safetensors", safetensors.flatten(zeros, "opt_state"))
     print(f"wrote {out}/x.npy {x.shape}, labels.npy {labels.shape}, params.safetensors, opt_state.safetensors")
 
 

@@ -60,19 +60,6 @@ def init_params(config="resnet18_small", seed=0):
     return params
 
 
-def flat_names(tree, prefix):
-    """{PIR name: array}, the names jax2pir gives (dict keys sorted, list indices)."""
-    out = {}
-    if isinstance(tree, dict):
-        for k in sorted(tree):
-            out.update(flat_names(tree[k], f"{prefix}_{k}"))
-    elif isinstance(tree, list):
-        for i, v in enumerate(tree):
-            out.update(flat_names(v, f"{prefix}_{i}"))
-    else:
-        out[prefix] = tree
-    return out
-
 
 def dataset(m, config="resnet18_small", seed=1):
     size = CONFIGS[config][0]
@@ -93,7 +80,7 @@ def main():
     images, labels = dataset(a.examples)
     np.save(out / "images.npy", images)
     np.save(out / "labels.npy", labels)
-    safetensors.write(out / "params.safetensors", flat_names(init_params(), "params"))
+    safetensors.write(out / "params.safetensors", safetensors.flatten(init_params(), "params"))
     print(f"wrote {out}/images.npy {images.shape}, labels.npy, params.safetensors")
 
 

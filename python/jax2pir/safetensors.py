@@ -52,3 +52,18 @@ def read(path):
         dt = np_dtype(_PIR[info["dtype"]]).newbyteorder("<")
         out[name] = np.frombuffer(raw[base + lo:base + hi], dtype=dt).reshape(info["shape"]).copy()
     return out
+
+
+def flatten(tree, prefix):
+    """{name: array} for a tree of dicts and lists, named as jax2pir names parameters
+    (`prefix_key_index_...`, dict keys sorted) — for data scripts that have no JAX."""
+    out = {}
+    if isinstance(tree, dict):
+        for k in sorted(tree):
+            out.update(flatten(tree[k], f"{prefix}_{k}"))
+    elif isinstance(tree, (list, tuple)):
+        for i, v in enumerate(tree):
+            out.update(flatten(v, f"{prefix}_{i}"))
+    else:
+        out[prefix] = tree
+    return out
