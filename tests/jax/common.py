@@ -1,0 +1,91 @@
+"""Helpers of the JAX agreement tests: run pjc on exported programs, compare with JAX."""
+
+import os
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+import jax
+import numpy as np
+
+import jax2pir
+
+ROOT = Path(__file__).resolve().parents[2]
+PJC = Path(os.environ.get("PJC", ROOT / "target" / "release" / "pjc"))
+
+_SIG = re.compile(r"^func @main\((.*)\) -> \((.*)\) \{$", re.M)
+
+
+def result_names(pir: str):
+    m = _SIG.search(pir)
+    names = []
+    depth, cur = 0, ""
+    for ch in m.group(2):  # split on top-level commas (shardings hold commas)
+        if ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        if ch == "," and depth == 0:
+            names.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    names.append(cur)
+    return [n.split(":")[0].strip() for n in names]
+
+
+def run(cmd, **kw):
+    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
+    if p.returncode != 0:
+        raise AssertionError(f"command failed ({p.returncode}): {' '.join(map(str, cmd))}\n"
+                             f"{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+    return p.stdout
+
+
+def check(pir_path):
+    run([PJC, "check", pir_path])
+
+
+def pjc_eval(pir: str, inputs: dict, workdir=None) -> dict:
+    d = Path(workdir or tempfile.mkdtemp(prefix="jax2pir-"))
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "prog.pir").write_text(pir)
+    check(d / "prog.pir")
+    jax2pir.safetensors.write(d / "in.safetensors", inputs)
+    run([PJC, "eval", d / "prog.pir", "--inputs", d / "in.safetensors",
+         "--output", d / "out.safetensors"])
+    return jax2pir.safetensors.read(d / "out.safetensors")
+
+
+def rel_err(got, want):
+    got = np.asarray(got, np.float64)
+    want = np.asarray(want, np.float64)
+    if got.shape != want.shape:
+        return float("inf")
+    if got.size == 0:
+        return 0.0
+    scale = max(np.max(np.abs(want)), 1e-30)
+    diff = np.abs(got - want)
+    both_nan = np.isnan(got) & np.isnan(want)
+    diff = np.where(both_nan, 0.0, diff)
+    both_inf = np.isinf(got) & np.isinf(want) & (np.sign(got) == np.sign(want))
+    diff = np.where(both_inf, 0.0, diff)
+    return float(np.max(diff) / scale)
+
+
+def agree(fn, args, rtol=1e-5, **kw):
+    """Export fn, evaluate it with pjc eval, compare every result with JAX's; returns max error."""
+    pir = jax2pir.export(fn, *args, **kw)
+    inputs = jax2pir.param_dict(fn, *args, param_names=kw.get("param_names"))
+    got = pjc_eval(pir, inputs)
+    want = jax.tree_util.tree_leaves(fn(*args))
+    names = result_names(pir)
+    worst = 0.0
+    for n, w in zip(names, want):
+        e = rel_err(got[n], w)
+        if not e <= rtol:
+            raise AssertionError(f"{getattr(fn, '__name__', fn)}: result {n} differs from JAX by "
+                                 f"{e:.3g} (rtol {rtol})\n got {np.ravel(got[n])[:6]}\nwant {np.ravel(w)[:6]}")
+        worst = max(worst, e)
+    return worst

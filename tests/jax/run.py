@@ -1,0 +1,323 @@
+#!/usr/bin/env python3
+"""jax2pir agreement tests: exits non-zero on any failure; the last line is 'N passed, N failed'.
+
+    PJC=target/release/pjc .venv-jax/bin/python tests/jax/run.py [-k SUBSTRING] [--steps N]
+
+1. primitives: small functions (and their gradients) exported and run by `pjc eval`,
+   compared with JAX;
+2. shard_map: collectives in a spmd func, forward and gradient;
+3. errors and literals: an unsupported primitive gives one clear error naming it and the
+   user's line; float constants print so that PIR reads the same value;
+4. CLI: `python -m jax2pir` on each example gives the committed .pir (every committed
+   file is checked by `pjc check`);
+5. training: each example compiled with `pjc compile -o` and trained under
+   `mpirun --oversubscribe -np N` in loop mode, losses and parameters against JAX.
+"""
+
+import os
+
+# JAX needs 8 host devices to run the shard_map references; set before importing jax.
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+try:  # the installed jax2pir (pip install ./python); else the source tree's
+    import jax2pir  # noqa: F401
+except ImportError:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import common  # noqa: E402
+import jax2pir  # noqa: E402
+
+TESTS = []
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+# ---- 1. primitives -------------------------------------------------------------------
+def _primitive_tests():
+    import primitives
+
+    for name, fn, args, tol in primitives.CASES:
+        def t(fn=fn, args=args, tol=tol):
+            return f"max error {common.agree(fn, args, rtol=tol):.2e} (rtol {tol})"
+        t.__name__ = f"primitive_{name}"
+        TESTS.append(t)
+
+
+_primitive_tests()
+
+
+# ---- 2. shard_map ----------------------------------------------------------------------
+def _mesh():
+    from jax.sharding import Mesh
+
+    return Mesh(np.array(jax.devices()[:8]).reshape(4, 2), ("data", "model"))
+
+
+@test
+def shard_map_collectives():
+    from jax.sharding import PartitionSpec as P
+
+    def body(x, w):
+        s = jax.lax.psum(x @ w, "model")
+        g = jax.lax.all_gather(s, "data", axis=0, tiled=True)
+        g2 = jax.lax.all_gather(s, "data", axis=1)
+        r = jax.lax.ppermute(s, "data", [(i, (i + 1) % 4) for i in range(4)])
+        a = jax.lax.all_to_all(s, "data", 0, 1, tiled=True)
+        i = jax.lax.axis_index("data")
+        m = jax.lax.pmean(s, "data")
+        rs = jax.lax.psum_scatter(s, "data", scatter_dimension=1, tiled=True)
+        mx = jax.lax.pmax(jnp.max(s), ("data", "model"))
+        return s + i, g, g2, m, r, a, rs, mx
+
+    f = jax.shard_map(body, mesh=_mesh(), in_specs=(P("data", None), P(None, "model")),
+                      out_specs=(P("data"), P(), P(), P(), P("data"), P("data"), P("data", None), P()),
+                      check_vma=False)
+
+    def shmap(x, w):
+        return f(x, w)
+
+    x = jnp.asarray(np.random.default_rng(1).standard_normal((16, 8)), jnp.float32)
+    w = jnp.asarray(np.random.default_rng(2).standard_normal((8, 8)), jnp.float32)
+    pir = jax2pir.export(shmap, x, w)
+    assert "spmd func @shard_map0" in pir and "call @shard_map0" in pir
+    return f"max error {common.agree(shmap, (x, w)):.2e}"
+
+
+@test
+def shard_map_gradient():
+    from jax.sharding import PartitionSpec as P
+
+    def body(x, w):
+        s = jax.lax.psum(x @ w, "model")
+        g = jax.lax.all_gather(s, "data", axis=0, tiled=True)
+        r = jax.lax.ppermute(s, "data", [(i, (i + 1) % 4) for i in range(4)])
+        return jax.lax.pmean(jnp.sum(jnp.sin(s * r)) + jnp.sum(g * g) * 1e-3, "data")
+
+    f = jax.shard_map(body, mesh=_mesh(), in_specs=(P("data", None), P(None, "model")), out_specs=P())
+
+    def loss(x, w):
+        return f(x, w)
+
+    x = jnp.asarray(np.random.default_rng(3).standard_normal((16, 8)), jnp.float32)
+    w = jnp.asarray(np.random.default_rng(4).standard_normal((8, 8)), jnp.float32)
+    vg = jax.value_and_grad(loss, argnums=(0, 1))
+    return f"max error {common.agree(vg, (x, w), rtol=1e-4):.2e}"
+
+
+@test
+def jit_shardings_and_constraint():
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    mesh = _mesh()
+
+    def f(x, w):
+        h = jax.lax.with_sharding_constraint(x @ w, NamedSharding(mesh, P("data", "model")))
+        return jnp.tanh(h)
+
+    jf = jax.jit(f, in_shardings=(NamedSharding(mesh, P("data")), NamedSharding(mesh, P(None, "model"))))
+    x = jnp.ones((16, 8)) * 0.1
+    w = jnp.ones((8, 8)) * 0.2
+    pir = jax2pir.export(jf, x, w)
+    assert "mesh [data=4, model=2]" in pir, pir
+    assert "%x: f32[16,8] on [data, _]" in pir and "%w: f32[8,8] on [_, model]" in pir, pir
+    assert "on [data, model]" in pir, pir
+    return f"max error {common.agree(jf, (x, w)):.2e}"
+
+
+# ---- 3. errors and literals ------------------------------------------------------------
+@test
+def unsupported_primitive_error():
+    def uses_sort(x):
+        return jnp.sort(x) * 2.0  # the line the error must name
+
+    line = uses_sort.__code__.co_firstlineno + 1
+    try:
+        jax2pir.export(uses_sort, jnp.ones(4))
+    except jax2pir.UnsupportedError as e:
+        msg = str(e)
+        assert "'sort'" in msg and f"run.py:{line}" in msg, msg
+        return msg
+    raise AssertionError("no error for sort")
+
+
+@test
+def float_literals_round_trip():
+    vals = [0.1, 1e-30, 3.4028234663852886e38, 1.1754943508222875e-38, -0.0, 1 / 3,
+            16777217.0, 2.5e-05, 123456789.0, float("inf"), -float("inf")]
+
+    def consts(x):
+        return [x * np.float32(v) for v in vals] + [jnp.asarray(np.array([0.1, 1e-7, 7.0], np.float32)) * x[0]]
+
+    x = jnp.ones(3)
+    pir = jax2pir.export(consts, x)
+    got = common.pjc_eval(pir, {"x": np.ones(3, np.float32)})
+    want = consts(x)
+    for i, w in enumerate(want):
+        g = got[f"out0_{i}"]
+        if not np.array_equal(np.asarray(g).view(np.uint32), np.asarray(w).view(np.uint32)):
+            raise AssertionError(f"constant {i}: pjc {g} != JAX {np.asarray(w)}")
+    return f"{len(vals) + 1} constants bitwise equal"
+
+
+@test
+def pytree_names():
+    params = {"layer0": {"w": jnp.ones((2, 2)), "b": jnp.zeros(2)}, "head": [jnp.ones(2)]}
+    names = jax2pir.param_names({"params": params})
+    assert names == ["params_head_0", "params_layer0_b", "params_layer0_w"], names
+    pir = jax2pir.export(lambda params, x: jax.tree.map(lambda p: p * x, params), params, jnp.float32(2.0),
+                         param_names=["", None])
+    assert "%layer0_w: f32[2,2]" in pir and "%x: f32[]" in pir, pir
+    assert "-> (head_0: f32[2], layer0_b: f32[2], layer0_w: f32[2,2])" in pir, pir
+    return "params_layer0_w / layer0_w with param_names=['', None]; results matched to params"
+
+
+# ---- 4. CLI and committed examples -----------------------------------------------------
+EXPORTS = [("jax_mlp", "train_step", "mlp.pir"), ("jax_mlp", "train_step_adam", "mlp_adam.pir"),
+           ("jax_gpt", "train_step", "gpt.pir"), ("jax_resnet", "train_step", "resnet18_small.pir"),
+           ("jax_resnet", "train_step_resnet50", "resnet50.pir")]
+
+
+def _cli_test(example, fn, committed):
+    def t():
+        d = common.ROOT / "examples" / example
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "m.pir"
+            params = [] if "resnet50" in fn else ["--params", Path(tmp) / "p.safetensors"]
+            common.run([sys.executable, "-m", "jax2pir", f"{d}/model.py:{fn}", "-o", out, *params])
+            common.check(out)
+            common.check(d / committed)
+            if out.read_text() != (d / committed).read_text():
+                raise AssertionError(f"examples/{example}/{committed} is not what the exporter gives "
+                                     f"now: regenerate it with examples/{example}/run.sh")
+            if not params:
+                return f"{committed} up to date, pjc check ok (traced from shapes only)"
+            n = len(jax2pir.load_params(Path(tmp) / "p.safetensors"))
+        return f"{committed} up to date, pjc check ok, {n} tensors in --params"
+    t.__name__ = f"cli_{example}_{fn}"
+    TESTS.append(t)
+
+
+for _e in EXPORTS:
+    _cli_test(*_e)
+
+
+# ---- 5. training agreement ----------------------------------------------------------------
+import training  # noqa: E402
+
+RESULTS = {}
+
+
+def _train_test(example, pir_name, nproc, steps, make_state, state_names, data_names, param_tol):
+    def t():
+        d, data, model = training.load_example(example)
+        state = make_state(data, model)
+        arrays = data.dataset(STEPS_M[example])
+        fn = getattr(model, FN[(example, pir_name)])
+        with tempfile.TemporaryDirectory() as tmp:
+            files = {}
+            for n, a in zip(data_names, arrays):
+                files[n] = Path(tmp) / f"{n}.npy"
+                np.save(files[n], a)
+            inputs = {}
+            for n, leaf in zip(jax2pir.leaf_names("", dict(zip(state_names, state))),
+                               jax.tree_util.tree_leaves(dict(zip(state_names, state)))):
+                inputs[n] = np.asarray(leaf)
+            batch = model_batch(d / pir_name)
+            t0 = time.time()
+            (jstate, jlosses) = training.jax_train(fn, state, [jnp.asarray(a) for a in arrays], batch, steps)
+            jax_s = time.time() - t0
+            plosses, out, compile_s, run_s = training.pjc_train(
+                Path(tmp) / "work", d / pir_name, inputs, files, nproc, steps)
+        loss_err = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(plosses, jlosses))
+        if loss_err > 1e-4:
+            raise AssertionError(f"losses differ (max rel {loss_err:.3g} > 1e-4):\n pjc {plosses}\n jax {jlosses}")
+        rel, ab, bad = training.compare_params(out, jstate, dict(zip(state_names, jstate)), **param_tol)
+        if bad:
+            raise AssertionError("parameters differ: " + "; ".join(bad[:8]))
+        RESULTS[f"{example}/{pir_name}"] = dict(losses=plosses, jax=jlosses, loss_err=loss_err,
+                                                 rel=rel, abs=ab, compile_s=compile_s, run_s=run_s)
+        return (f"{steps} steps on {nproc} processes: loss {plosses[0]:.5f} -> {plosses[-1]:.5f}, "
+                f"max loss rel err {loss_err:.2e}; params max rel {rel:.2e}, max abs {ab:.2e} "
+                f"(compile {compile_s:.1f}s, run {run_s:.1f}s, JAX {jax_s:.1f}s)")
+    t.__name__ = f"train_{example}_{pir_name}"
+    TESTS.append(t)
+
+
+def model_batch(pir_path):
+    """Batch size: dimension 0 of the first data parameter (the one with `on [data`)."""
+    import re
+
+    sig = Path(pir_path).read_text().split("func @main(", 1)[1].split(")", 1)[0]
+    m = re.search(r"%\w+: \w+\[(\d+)[,\]][^%]*on \[data", sig)
+    return int(m.group(1))
+
+
+STEPS_M = {"jax_mlp": 512, "jax_gpt": 64, "jax_resnet": 32}
+FN = {("jax_mlp", "mlp.pir"): "train_step", ("jax_mlp", "mlp_adam.pir"): "train_step_adam",
+      ("jax_gpt", "gpt.pir"): "train_step", ("jax_resnet", "resnet18_small.pir"): "train_step"}
+
+
+def _params_state(data, model):
+    return (model.example_params(),)
+
+
+def _mlp_adam_state(data, model):
+    p = model.example_params()
+    return (p, model.example_opt_state(p))
+
+
+_train_test("jax_mlp", "mlp.pir", 4, 8, _params_state, ["params"], ["x", "labels"], {"rtol": 1e-4})
+# Adam: each step moves a weight by at most about lr (the update is m/(sqrt(v)+eps), of
+# size <= 1), so reassociation noise in a near-zero gradient can flip an update's sign:
+# the bound is 2*lr per step; we require 0.1*lr*steps, far below it.
+_train_test("jax_mlp", "mlp_adam.pir", 4, 8, _mlp_adam_state, ["params", "opt_state"], ["x", "labels"],
+            {"atol": 0.1 * 0.01 * 8})
+
+_train_test("jax_gpt", "gpt.pir", 4, 5, _params_state, ["params"], ["tokens", "targets"], {"rtol": 1e-4})
+_train_test("jax_resnet", "resnet18_small.pir", 4, 3, _params_state, ["params"], ["images", "labels"],
+            {"rtol": 1e-4})
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-k", default="", help="run only tests whose name contains this")
+    a = ap.parse_args()
+    if not common.PJC.exists():
+        print(f"run.py: FAILED: {common.PJC} does not exist (cargo build --release -p pjc, or set PJC)")
+        return 1
+    passed = failed = 0
+    for t in TESTS:
+        if a.k not in t.__name__:
+            continue
+        t0 = time.time()
+        try:
+            info = t()
+            passed += 1
+            print(f"PASS {t.__name__} ({time.time() - t0:.1f}s): {info}", flush=True)
+        except Exception as e:
+            failed += 1
+            print(f"FAIL {t.__name__} ({time.time() - t0:.1f}s): {e}", flush=True)
+            if not isinstance(e, AssertionError):
+                traceback.print_exc()
+    print(f"jax: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
