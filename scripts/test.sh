@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Builds the whole workspace and runs every test. This is what CI runs (.ci/run).
+# Builds the whole workspace and runs every test — the Rust tests, then the JAX bridge's
+# (scripts/test-jax.sh: installs pinned JAX for the CPU into .venv-jax on first use).
+# This is what CI runs (.ci/run).
 # Exits non-zero on any failure; the last line says what happened.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -46,8 +48,24 @@ read -r passed failed ignored < <(awk '
   }
   END { printf "%d %d %d\n", p, f, g }' "$log")
 
+# The JAX bridge: jax2pir against JAX itself (pinned JAX for the CPU in .venv-jax),
+# using the pjc just built.
+echo "==> scripts/test-jax.sh"
+jax_status=0
+jlog=$(mktemp)
+trap 'rm -f "$log" "$jlog"' EXIT
+PJC="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/pjc" bash scripts/test-jax.sh 2>&1 | tee "$jlog" || jax_status=$?
+read -r jpassed jfailed < <(sed -n 's/^jax: \([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' "$jlog" | tail -n 1)
+passed=$((passed + ${jpassed:-0}))
+failed=$((failed + ${jfailed:-0}))
+
 if [ "$status" -ne 0 ]; then
   echo "test.sh: FAILED (cargo test exited with $status)" >&2
+  echo "summary: $passed passed, $failed failed, $ignored skipped"
+  exit 1
+fi
+if [ "$jax_status" -ne 0 ] || [ -z "${jpassed:-}" ]; then
+  echo "test.sh: FAILED (scripts/test-jax.sh exited with $jax_status)" >&2
   echo "summary: $passed passed, $failed failed, $ignored skipped"
   exit 1
 fi
