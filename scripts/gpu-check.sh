@@ -104,6 +104,20 @@ EOF
   python3 examples/make_inputs.py gen "$d/init" >/dev/null
   python3 examples/make_inputs.py dataset "$d/data" 2048 >/dev/null
   rm -f "$d"/init/*.npy
+  # The JAX examples (jax2pir exports) on one device, in loop mode: data and initial
+  # parameters from each example's data.py (numpy: the JAX venv's Python).
+  local py=python3
+  [ -x .venv-jax/bin/python ] && py=.venv-jax/bin/python
+  for spec in "jax_mlp mlp.pir x,labels" "jax_gpt gpt.pir tokens,targets" "jax_resnet resnet18_small.pir images,labels"; do
+    read -r ex pir names <<<"$spec"
+    d="$BUNDLE/progs/jax_$ex"
+    mkdir -p "$d"
+    local mesh
+    mesh=$(sed -n 's/^mesh \[\(.*\)\].*/\1/p' "examples/$ex/$pir" | head -1 | sed 's/=[0-9]*/=1/g; s/ //g')
+    "$pjc" compile "examples/$ex/$pir" ${mesh:+--mesh "$mesh"} -o "$d/prog.bin"
+    "$py" "examples/$ex/data.py" "$d" >/dev/null
+    echo "$names" >"$d/data-names"
+  done
   # A GEMM-bound loop for timing: a 2048x2048 f32 product per step.
   d="$BUNDLE/progs/bench_matmul"
   mkdir -p "$d"
@@ -165,6 +179,20 @@ run() {
   done
   python3 scripts/gpu_compare.py pair "$work/train_cpu.safetensors" "$work/train_cuda.safetensors" | tee -a "$out/gpu-check.md"
   { echo; echo '```'; cat "$work/train_cpu.log" "$work/train_cuda.log"; echo '```'; } >>"$out/gpu-check.md"
+  say "JAX examples (jax2pir exports, one device): 10 training steps, --device cpu vs cuda"
+  { echo; echo "JAX examples on one device, 10 steps (final parameters and loss, CUDA vs CPU):"; } >>"$out/gpu-check.md"
+  for j in "$b"/progs/jax_*; do
+    local args=()
+    for f in "$j"/*.safetensors; do args+=(--inputs "$f"); done
+    IFS=, read -r -a names <"$j/data-names"
+    for n in "${names[@]}"; do args+=(--data "$n=$j/$n.npy"); done
+    for dev in cpu cuda; do
+      timed "$(basename "$j") $dev" timeout 300 "$j/prog.bin" --device "$dev" "${args[@]}" --steps 10 --log-every 5 \
+        --output "$work/$(basename "$j")_$dev.safetensors" 2>&1 | tee -a "$out/gpu-check.md"
+    done
+    echo "$(basename "$j"):" >>"$out/gpu-check.md"
+    python3 scripts/gpu_compare.py pair "$work/$(basename "$j")_cpu.safetensors" "$work/$(basename "$j")_cuda.safetensors" | tee -a "$out/gpu-check.md"
+  done
   say "timing: 2048x2048 f32 product + tanh + sum, 50 steps in loop mode"
   local m=$b/progs/bench_matmul
   { echo; echo "bench_matmul (50 steps of a 2048^3 f32 GEMM + tanh + sum):"; echo '```'; } >>"$out/gpu-check.md"

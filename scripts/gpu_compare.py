@@ -192,7 +192,7 @@ def run_all(progs, report):
             failures += 1
             break
         full = os.path.join(progs, d)
-        if not os.path.isdir(full) or d in ("train_mlp", "bench_matmul"):
+        if not os.path.isdir(full) or d in ("train_mlp", "bench_matmul") or d.startswith("jax_"):
             continue
         res = {}
         for dev in ("cpu", "cuda"):
