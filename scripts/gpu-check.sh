@@ -110,7 +110,7 @@ EOF
   [ -x .venv-jax/bin/python ] && py=.venv-jax/bin/python
   for spec in "jax_mlp mlp.pir x,labels" "jax_gpt gpt.pir tokens,targets" "jax_resnet resnet18_small.pir images,labels"; do
     read -r ex pir names <<<"$spec"
-    d="$BUNDLE/progs/jax_$ex"
+    d="$BUNDLE/progs/$ex"
     mkdir -p "$d"
     local mesh
     mesh=$(sed -n 's/^mesh \[\(.*\)\].*/\1/p' "examples/$ex/$pir" | head -1 | sed 's/=[0-9]*/=1/g; s/ //g')
