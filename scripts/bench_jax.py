@@ -14,7 +14,8 @@ PIR that jax2pir exports from it), on the example's mesh of N devices:
   second half of the run, from its log) against the jitted step on N host devices
   (steps/s over the same number of steps after two warm-up steps, parameters fed back,
   `block_until_ready` each step);
-- collective bytes per device: `pjc explain`'s total (ring formulas: all-reduce
+- collective bytes per device: the collectives of the executable's kernel plan
+  (`pjc compile --emit plan`, after the all-reduce combiner; ring formulas: all-reduce
   2(n-1)/n x bytes, all-gather (n-1)/n x result, reduce-scatter (n-1)/n x operand,
   all-to-all (n-1)/n x bytes, permute x bytes) against the same formulas applied to
   the collectives in XLA's compiled HLO.
@@ -164,6 +165,27 @@ def xla_collective_bytes(hlo, devices):
     return total, count
 
 
+def plan_collective_bytes(plan, sizes):
+    """Per-device bytes of the collectives of a `pjc compile --emit plan` (what the
+    executable sends, after the all-reduce combiner), with the same ring formulas."""
+    buf = {}
+    for name, ty in re.findall(r"^  (b\d+) = %\S+ : (\S+)", plan, re.M):
+        buf[name] = shape_bytes(ty.replace("i", "s", 1) if ty.startswith("i") else ty)
+    total, count = 0, 0
+    for op, axes, src, dst in re.findall(r"^  collective (\w+) \{axes=\[([^\]]*)\][^}]*\} \((b\d+)\) -> \((b\d+)\)", plan, re.M):
+        n = 1
+        for a in axes.split(","):
+            n *= sizes.get(a.strip(), 1)
+        if n <= 1 and op != "collective_permute":
+            continue
+        out_b, in_b = buf.get(dst, 0), buf.get(src, 0)
+        b = {"all_reduce": 2 * (n - 1) * out_b // n, "all_gather": (n - 1) * out_b // n, "reduce_scatter": (n - 1) * in_b // n,
+             "all_to_all": (n - 1) * out_b // n}.get(op, out_b)
+        total += b
+        count += 1
+    return count, total
+
+
 def run(cmd, env=None, cwd=None):
     e = dict(os.environ)
     e.update(env or {})
@@ -178,13 +200,13 @@ def pjc_side(pjc, d, pir, data_names, steps, work):
     compile_s = time.perf_counter() - t0
     if r.returncode != 0:
         raise RuntimeError(f"pjc compile: {r.stderr.strip()}")
-    ex = run([pjc, "explain", str(d / pir)])
-    m = re.search(r"total: (\d+) collectives?, (\d+) B per device", ex.stdout)
-    coll_n, coll_b = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
     mesh = re.search(r"^mesh \[(.*)\]", (d / pir).read_text(), re.M)
+    sizes = {a: int(v) for a, v in re.findall(r"(\w+)=(\d+)", mesh.group(1))} if mesh else {}
     n = 1
-    for s in re.findall(r"=(\d+)", mesh.group(1)) if mesh else []:
-        n *= int(s)
+    for v in sizes.values():
+        n *= v
+    plan = run([pjc, "compile", str(d / pir), "--emit", "plan"]).stdout
+    coll_n, coll_b = plan_collective_bytes(plan, sizes)
     r = run([sys.executable, str(d / "data.py"), str(work)])
     if r.returncode != 0:
         raise RuntimeError(f"data.py: {r.stderr.strip()}")

@@ -15,6 +15,7 @@
 //! Calls of `func`s are partitioned inline; a call of a `spmd func` stays a call
 //! with its arguments resharded to the callee's signature.
 
+mod combine;
 mod halo;
 mod local;
 mod reshard;
@@ -25,6 +26,7 @@ use pjc_ir::{FuncId, FuncKind, Function, Mesh, Module, Sharding, TensorType, Val
 use reshard::dim_axes;
 use std::collections::HashMap;
 
+pub use combine::{combine_all_reduces, COMBINE_LIMIT_BYTES};
 pub use reshard::sharding_of;
 
 /// The collectives the partitioner inserts.

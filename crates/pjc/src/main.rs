@@ -189,15 +189,24 @@ pub(crate) fn partition(m: &pjc_ir::Module, id: pjc_ir::FuncId) -> Result<pjc_pa
 }
 
 /// The per-device program of the entry as one function: the partitioned
-/// entry with the `spmd func`s it calls inlined (what gets planned and what an
-/// executable carries), alone in a module with the mesh.
+/// entry with the `spmd func`s it calls inlined and its all-reduces combined
+/// (what gets planned and what an executable carries), alone in a module with
+/// the mesh.
 pub(crate) fn per_device(part: &pjc_partition::Partitioned, entry: &str) -> Result<pjc_ir::Module, Failure> {
     let id = part.module.func_by_name(entry).ok_or_else(|| Failure::Env(format!("internal error: the per-device program has no @{entry}")))?;
-    let f = pjc_transforms::inline_calls(&part.module, id).map_err(|e| Failure::Env(e.msg))?;
+    let mut f = pjc_transforms::inline_calls(&part.module, id).map_err(|e| Failure::Env(e.msg))?;
+    // One message for the all-reduces that can share one (bitwise the same values).
+    pjc_partition::combine_all_reduces(&mut f, &part.module.mesh_or_single());
     let mut single = part.module.clone();
     single.funcs = Default::default();
     single.funcs.push(f);
     single.end_comments.clear();
+    // The rewrites promise a valid program (replication proofs included); check.
+    let mut check = single.clone();
+    pjc_front::verify(&mut check).map_err(|d| {
+        let text = pjc_front::print_module(&single);
+        Failure::Env(format!("internal error: the per-device program does not verify after inlining and combining:\n{}", pjc_front::render("<spmd>", &text, &d)))
+    })?;
     Ok(single)
 }
 
