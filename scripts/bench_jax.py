@@ -296,11 +296,13 @@ Reading it:
   number is the CPU compile only). The LLVM work dominates for the larger models.
 - **Step time.** Both sides run the same step on the same cores; pjc runs N processes
   exchanging data through MPI shared memory, XLA one process with N host devices.
-- **Collectives.** Bytes per device use the same ring formulas on both sides. XLA's
-  all-reduce combiner merges the gradient all-reduces into a few large ones (hence its
-  small counts); pjc sends one all-reduce per gradient (and per batch-norm statistic),
-  so its counts are higher for about the same bytes — fewer, larger messages would
-  matter on a real network (a combiner pass is future work).
+- **Collectives.** Bytes per device use the same ring formulas on both sides, on what
+  each executable really sends: XLA's compiled HLO, pjc's kernel plan (after its
+  all-reduce combiner, docs/partitioning.md). Both combine gradient all-reduces; the
+  remaining differences in count are all-reduces pjc keeps apart because their
+  operands vary along different mesh axes (GPT's Megatron layout) and the small
+  all-gathers pjc inserts for a label pick on a batch-split table (MLP; see
+  docs/jax.md), which XLA avoids.
 """
     Path(a.out).write_text(text)
     print(f"wrote {a.out}")
