@@ -265,16 +265,20 @@ impl Parser {
         self.bump();
         self.expect(&Tok::LBracket, "'[' after 'mesh'")?;
         let mut mesh = Mesh::default();
+        // Kept alongside, so that a mesh of many axes parses in linear time.
+        let mut seen = std::collections::HashSet::new();
+        let mut devices = 1u64;
         loop {
             let (name, span) = self.ident("a mesh axis name")?;
             self.expect(&Tok::Eq, "'=' after the axis name")?;
             let size = self.positive_int("the axis size")?;
-            if mesh.axis(&name).is_some() {
+            if !seen.insert(name.clone()) {
                 return self.error(span, format!("mesh axis '{name}' is declared twice"));
             }
-            if mesh.device_count().checked_mul(size).is_none() {
+            let Some(d) = devices.checked_mul(size) else {
                 return self.error(span, format!("the mesh has too many devices: the product of the axis sizes must be at most {}", u64::MAX));
-            }
+            };
+            devices = d;
             mesh.axes.push(MeshAxis { name, size, span });
             if !self.eat(&Tok::Comma) {
                 break;
@@ -937,9 +941,12 @@ fn cmp_decimal(a: &str, b: &str) -> std::cmp::Ordering {
         (false, true) => return std::cmp::Ordering::Greater,
         _ => {}
     }
+    // Digit strings compare as if the shorter were padded with zeros (no
+    // `{:0<n$}` padding: a format width above 65535 panics).
     ea.cmp(&eb).then_with(|| {
         let n = da.len().max(db.len());
-        format!("{da:0<n$}").cmp(&format!("{db:0<n$}"))
+        let pad = |d: &str| d.bytes().chain(std::iter::repeat(b'0')).take(n).collect::<Vec<u8>>();
+        pad(&da).cmp(&pad(&db))
     })
 }
 

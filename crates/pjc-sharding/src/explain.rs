@@ -97,6 +97,20 @@ pub fn explain(m: &Module, p: &Propagation) -> String {
     out
 }
 
+// Padding by hand: `format!`'s `{:<width$}` panics for widths above 65535,
+// and value names (or device lists) can be longer than that.
+fn pad_right(s: &mut String, cell: &str, width: usize) {
+    s.push_str(cell);
+    s.extend(std::iter::repeat_n(' ', width.saturating_sub(cell.chars().count())));
+}
+
+fn center(s: &mut String, cell: &str, width: usize) {
+    let gap = width.saturating_sub(cell.chars().count());
+    s.extend(std::iter::repeat_n(' ', gap / 2));
+    s.push_str(cell);
+    s.extend(std::iter::repeat_n(' ', gap - gap / 2));
+}
+
 fn table(out: &mut String, header: &[&str; 5], rows: &[[String; 5]]) {
     let mut w = header.map(|h| h.chars().count());
     for r in rows {
@@ -107,7 +121,8 @@ fn table(out: &mut String, header: &[&str; 5], rows: &[[String; 5]]) {
     let line = |out: &mut String, cells: [&str; 5]| {
         let mut s = String::from("  ");
         for i in 0..4 {
-            let _ = write!(s, "{:<width$}  ", cells[i], width = w[i]);
+            pad_right(&mut s, cells[i], w[i]);
+            s.push_str("  ");
         }
         s.push_str(cells[4]);
         let _ = writeln!(out, "{}", s.trim_end());
@@ -143,6 +158,9 @@ pub fn picture(mesh: &Mesh, ty: &TensorType, s: &Sharding) -> Option<String> {
     }
     let labels: Vec<Vec<String>> = cells.iter().map(|r| r.iter().map(|c| c.join(",")).collect()).collect();
     let width = labels.iter().flatten().map(|l| l.len()).max().unwrap_or(1) + 2;
+    if width > 200 {
+        return None; // thousands of devices per block: a picture would not help
+    }
     let bar = |l: char, m: char, r: char| {
         let mut s = String::from("    ");
         s.push(l);
@@ -157,7 +175,8 @@ pub fn picture(mesh: &Mesh, ty: &TensorType, s: &Sharding) -> Option<String> {
     for (ri, row) in labels.iter().enumerate() {
         let mut s = String::from("    │");
         for l in row {
-            let _ = write!(s, "{:^width$}│", l, width = width);
+            center(&mut s, l, width);
+            s.push('│');
         }
         out.push_str(&s);
         out.push('\n');
