@@ -13,7 +13,7 @@
 use crate::kernel::{compute_type, BufferArg, CmpDir, IndexOp, Kernel, Node, NodeId, ReduceKind, Reduction};
 use pjc_ir::infer::resolved_attr;
 use pjc_ir::{AttrValue, DType, Function, InstData, Literal, Opcode, TensorType, Value, ValueDef};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 /// What a buffer holds.
@@ -115,6 +115,13 @@ fn replicates(op: Opcode) -> bool {
     matches!(op, Opcode::Broadcast | Opcode::Gather | Opcode::ReduceWindow | Opcode::Pad | Opcode::DynamicSlice)
 }
 
+/// The longest chain of fused producers one kernel recomputes: a longer chain
+/// is cut by storing the value that reaches this depth (bitwise the same
+/// results: fused ops round per op exactly as stored ones do). XLA bounds its
+/// fusions similarly; here it also keeps the recursive body builder's stack
+/// depth independent of the program's length.
+pub const MAX_FUSION_DEPTH: usize = 256;
+
 /// Builds the plan of `f` (a single-device `func` or a per-device `spmd func`
 /// without calls or transforms).
 pub fn plan(f: &Function) -> Result<Plan, PlanError> {
@@ -129,24 +136,32 @@ pub fn plan(f: &Function) -> Result<Plan, PlanError> {
             users.entry(v).or_default().push(inst.op);
         }
     }
-    let results: Vec<Value> = f.ret.clone();
+    let results: HashSet<Value> = f.ret.iter().copied().collect();
     // Which values get a buffer.
     let mut materialize: HashMap<Value, bool> = HashMap::new();
+    // How deep the kernel body builder recurses to compute each value (0 for a
+    // value read from its buffer): bounded by MAX_FUSION_DEPTH, so planning
+    // and code generation never recurse as deep as the program is long.
+    let mut depth: HashMap<Value, usize> = HashMap::new();
     for &p in &f.params {
         materialize.insert(p, true);
     }
     for &i in &f.body {
         let inst = &f.insts[i];
         let v = inst.results[0];
-        let uses = users.get(&v).cloned().unwrap_or_default();
+        let no_uses = vec![];
+        let uses = users.get(&v).unwrap_or(&no_uses);
+        let d = 1 + inst.operands.iter().map(|o| depth.get(o).copied().unwrap_or(0)).max().unwrap_or(0);
         let need = !is_fusible(inst.op)
             || is_reduction_root(inst.op)
             || results.contains(&v)
             || uses.iter().any(|&u| !(is_fusible(u) || is_reduction_root(u)))
             || (uses.len() > 1 && !is_cheap(inst.op))
             || (!is_cheap(inst.op) && uses.iter().any(|&u| replicates(u)))
-            || (inst.op == Opcode::Constant && inst.literal.as_ref().is_some_and(|l| !l.shape.is_empty()));
+            || (inst.op == Opcode::Constant && inst.literal.as_ref().is_some_and(|l| !l.shape.is_empty()))
+            || d >= MAX_FUSION_DEPTH;
         materialize.insert(v, need);
+        depth.insert(v, if need { 0 } else { d });
     }
     let mut p = Planner { f, buffers: vec![], steps: vec![], buffer_of: HashMap::new(), materialize };
     let params: Vec<usize> = f
@@ -203,6 +218,10 @@ struct Body<'a> {
     memo: HashMap<(Value, Vec<NodeId>), NodeId>,
     consts: HashMap<(i128, DType), NodeId>,
     fuses: Vec<String>,
+    /// The values already named in `fuses`.
+    fused: HashSet<Value>,
+    /// Position in `inputs` of each buffer read.
+    input_of: HashMap<usize, usize>,
 }
 
 impl<'a> Planner<'a> {
@@ -227,6 +246,8 @@ impl<'a> Planner<'a> {
             memo: HashMap::new(),
             consts: HashMap::new(),
             fuses: vec![],
+            fused: HashSet::new(),
+            input_of: HashMap::new(),
         };
         let rank = out_ty.rank();
         let coords: Vec<NodeId> = (0..rank).map(|k| b.push(Node::Coord(k), DType::I64)).collect();
@@ -364,10 +385,11 @@ impl<'a> Body<'a> {
         }
         let n = if self.materialize.get(&v).copied().unwrap_or(true) {
             let buffer = self.buffer_of[&v];
-            let input = match self.inputs.iter().position(|b| b.buffer == buffer) {
-                Some(i) => i,
+            let input = match self.input_of.get(&buffer) {
+                Some(&i) => i,
                 None => {
                     self.inputs.push(BufferArg { buffer, dtype: self.ty(v).dtype });
+                    self.input_of.insert(buffer, self.inputs.len() - 1);
                     self.inputs.len() - 1
                 }
             };
@@ -377,9 +399,8 @@ impl<'a> Body<'a> {
         } else {
             let ValueDef::Result(i, _) = self.f.values[v].def else { unreachable!("parameters are materialized") };
             let inst = &self.f.insts[i];
-            let name = format!("%{}", self.f.values[v].name);
-            if !self.fuses.contains(&name) {
-                self.fuses.push(name);
+            if self.fused.insert(v) {
+                self.fuses.push(format!("%{}", self.f.values[v].name));
             }
             self.value_inst(inst, coords)?
         };
