@@ -25,31 +25,86 @@ pub fn signatures(m: &Module) -> HashMap<String, CalleeSig> {
         .collect()
 }
 
+/// The value names of one function, for making fresh ones. Kept up to date
+/// incrementally (the value arena only grows), so a pass that builds many
+/// instructions keeps one `Names` for the whole function
+/// ([`Builder::with_names`]) instead of collecting every name per builder:
+/// building is then linear in the program's size.
+#[derive(Default, Debug)]
+pub struct Names {
+    used: HashSet<String>,
+    /// For each base, the suffix to try next: every smaller one is taken.
+    next: HashMap<String, usize>,
+    /// Values of the function already in `used`.
+    indexed: usize,
+}
+
+impl Names {
+    fn sync(&mut self, func: &Function) {
+        for v in func.values.values().skip(self.indexed) {
+            self.used.insert(v.name.clone());
+        }
+        self.indexed = func.values.len();
+    }
+
+    /// A name not yet used in `func`: `base`, else `base.1`, `base.2`, ...
+    /// (the first free one; names are never freed, so resuming the search
+    /// where it last stopped finds the same one).
+    pub fn fresh(&mut self, func: &Function, base: &str) -> String {
+        self.sync(func);
+        let base = if base.is_empty() { "v" } else { base };
+        let mut name = base.to_string();
+        let mut k = self.next.get(base).copied().unwrap_or(0);
+        if k > 0 {
+            name = format!("{base}.{k}");
+        }
+        while self.used.contains(&name) {
+            k += 1;
+            name = format!("{base}.{k}");
+        }
+        self.next.insert(base.to_string(), k + 1);
+        self.used.insert(name.clone());
+        name
+    }
+}
+
+enum NamesRef<'a> {
+    Own(Names),
+    Borrowed(&'a mut Names),
+}
+
 /// Appends instructions to the end of a function's body.
 pub struct Builder<'a> {
     pub func: &'a mut Function,
     pub mesh: &'a Mesh,
     pub sigs: &'a HashMap<String, CalleeSig>,
-    names: HashSet<String>,
+    names: NamesRef<'a>,
 }
 
 impl<'a> Builder<'a> {
+    /// A builder for a few instructions (it indexes the function's names once).
     pub fn new(func: &'a mut Function, mesh: &'a Mesh, sigs: &'a HashMap<String, CalleeSig>) -> Builder<'a> {
-        let names = func.values.values().map(|v| v.name.clone()).collect();
-        Builder { func, mesh, sigs, names }
+        Builder { func, mesh, sigs, names: NamesRef::Own(Names::default()) }
+    }
+
+    /// A builder that shares `names`, which the caller keeps for `func` across
+    /// many builders.
+    pub fn with_names(
+        func: &'a mut Function,
+        mesh: &'a Mesh,
+        sigs: &'a HashMap<String, CalleeSig>,
+        names: &'a mut Names,
+    ) -> Builder<'a> {
+        Builder { func, mesh, sigs, names: NamesRef::Borrowed(names) }
     }
 
     /// A name not yet used in the function: `base`, else `base.1`, `base.2`, ...
     pub fn fresh(&mut self, base: &str) -> String {
-        let base = if base.is_empty() { "v" } else { base };
-        let mut name = base.to_string();
-        let mut k = 1;
-        while self.names.contains(&name) {
-            name = format!("{base}.{k}");
-            k += 1;
-        }
-        self.names.insert(name.clone());
-        name
+        let names = match &mut self.names {
+            NamesRef::Own(n) => n,
+            NamesRef::Borrowed(n) => &mut **n,
+        };
+        names.fresh(self.func, base)
     }
 
     /// Adds `op` with the given operands and attributes (those equal to their

@@ -46,6 +46,9 @@ fn bytes(t: &TensorType) -> u64 {
     t.num_elements() * t.dtype.size_bytes() as u64
 }
 
+/// The most groups of one key open at a time.
+const MAX_OPEN: usize = 16;
+
 /// The first group of two or more all-reduces that can share a message.
 fn find_group(f: &Function) -> Option<Vec<Inst>> {
     struct Open {
@@ -68,7 +71,20 @@ fn find_group(f: &Function) -> Option<Vec<Inst>> {
                     g.bytes += size;
                     g.dependents.insert(d.results[0]);
                 }
-                None => open.push(Open { key, members: vec![i], dependents: HashSet::from([d.results[0]]), bytes: size }),
+                None => {
+                    // A group that has waited through MAX_OPEN newer ones of its
+                    // key alone closes; it could only have joined all-reduces
+                    // far away. Bounding the open groups keeps the scan linear
+                    // in the program (a chain of dependent all-reduces, as in a
+                    // layer stack, opens one group per layer).
+                    if let Some(g) = open.iter().position(|g| g.key == key && g.members.len() == 1) {
+                        if open.iter().filter(|h| h.key == key).count() >= MAX_OPEN {
+                            let closed = open.remove(g);
+                            debug_assert_eq!(closed.members.len(), 1);
+                        }
+                    }
+                    open.push(Open { key, members: vec![i], dependents: HashSet::from([d.results[0]]), bytes: size })
+                }
             }
         }
         for g in &mut open {

@@ -20,7 +20,7 @@ mod halo;
 mod local;
 mod reshard;
 
-use pjc_ir::builder::{signatures, Builder};
+use pjc_ir::builder::{signatures, Builder, Names};
 use pjc_ir::infer::CalleeSig;
 use pjc_ir::{FuncId, FuncKind, Function, Mesh, Module, Sharding, TensorType, Value, ValueDef};
 use reshard::dim_axes;
@@ -79,6 +79,8 @@ pub(crate) struct Partitioner<'a> {
     pub out: Function,
     pub sigs: HashMap<String, CalleeSig>,
     pub inserted: Vec<Inserted>,
+    /// `out`'s value names, shared by every builder (one index per function).
+    pub names: Names,
 }
 
 /// A global value's local representative and its current sharding.
@@ -90,7 +92,7 @@ pub(crate) struct Local {
 
 impl Partitioner<'_> {
     pub(crate) fn b(&mut self) -> Builder<'_> {
-        Builder::new(&mut self.out, &self.mesh, &self.sigs)
+        Builder::with_names(&mut self.out, &self.mesh, &self.sigs, &mut self.names)
     }
     pub(crate) fn ty(&self, v: Value) -> &TensorType {
         &self.out.values[v].ty
@@ -137,6 +139,7 @@ pub fn partition(m: &Module, entry: FuncId) -> Result<Partitioned, PartitionErro
         out: Function::new(&f.name, FuncKind::Spmd),
         sigs: signatures(m),
         inserted: vec![],
+        names: Names::default(),
     };
     p.out.comments = f.comments.clone();
     // Parameters: local types; the signature keeps the global sharding, so the

@@ -11,7 +11,7 @@ pub mod propagate;
 pub mod rules;
 
 pub use explain::explain;
-pub use propagate::{propagate, Propagation, Reason, Slot};
+pub use propagate::{propagate, Path, Propagation, Reason, Slot};
 
 use pjc_ir::{FuncId, FuncKind, Module};
 

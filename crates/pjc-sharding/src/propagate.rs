@@ -24,7 +24,7 @@
 use crate::rules::{factor_rule, FactorKind, FactorRule};
 use pjc_dialects::ShardingRule;
 use pjc_ir::{DimSharding, FuncId, FuncKind, Mesh, Module, Sharding, TensorType, Value};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// A tensor the propagation assigns a sharding to.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
@@ -41,16 +41,56 @@ pub struct Reason {
     /// Where the sharding started: "annotation on %x", "default: entry result 'h' is replicated", ...
     pub origin: String,
     /// The ops it travelled through, in order.
-    pub path: Vec<String>,
+    pub path: Path,
 }
 
 impl std::fmt::Display for Reason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.origin)?;
-        if !self.path.is_empty() {
-            write!(f, " via {}", self.path.join(" → "))?;
+        if self.path.len > 0 {
+            write!(f, " via {}", self.path)?;
         }
         Ok(())
+    }
+}
+
+/// The ops a sharding travelled through, summarised: the first and the last
+/// [`Path::KEEP`] labels and the count of those between. A sharding can travel
+/// through the whole program, so keeping every label would make each step of
+/// propagation (and each `explain` row) as long as the program.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Path {
+    first: Vec<String>,
+    last: std::collections::VecDeque<String>,
+    /// Labels travelled through, all of them.
+    pub len: usize,
+}
+
+impl Path {
+    pub const KEEP: usize = 4;
+
+    pub fn push(&mut self, label: String) {
+        if self.first.len() < Self::KEEP {
+            self.first.push(label);
+        } else {
+            self.last.push_back(label);
+            if self.last.len() > Self::KEEP {
+                self.last.pop_front();
+            }
+        }
+        self.len += 1;
+    }
+}
+
+impl std::fmt::Display for Path {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts: Vec<String> = self.first.clone();
+        let skipped = self.len - self.first.len() - self.last.len();
+        if skipped > 0 {
+            parts.push(format!("… {skipped} more …"));
+        }
+        parts.extend(self.last.iter().cloned());
+        f.write_str(&parts.join(" → "))
     }
 }
 
@@ -112,15 +152,15 @@ fn initial(s: Option<&Sharding>, rank: usize, default_closed: bool, origin: &str
             .map(|d| match d {
                 DimSharding::Open => Dim::Open,
                 DimSharding::Replicated => {
-                    Dim::Set { axes: vec![], closed: true, reason: Reason { origin: origin.to_string(), path: vec![] } }
+                    Dim::Set { axes: vec![], closed: true, reason: Reason { origin: origin.to_string(), path: Path::default() } }
                 }
                 DimSharding::Axes(a) => {
-                    Dim::Set { axes: a.clone(), closed: true, reason: Reason { origin: origin.to_string(), path: vec![] } }
+                    Dim::Set { axes: a.clone(), closed: true, reason: Reason { origin: origin.to_string(), path: Path::default() } }
                 }
             })
             .collect(),
         None if default_closed => (0..rank)
-            .map(|_| Dim::Set { axes: vec![], closed: true, reason: Reason { origin: origin.to_string(), path: vec![] } })
+            .map(|_| Dim::Set { axes: vec![], closed: true, reason: Reason { origin: origin.to_string(), path: Path::default() } })
             .collect(),
         None => vec![Dim::Open; rank],
     }
@@ -138,8 +178,8 @@ struct Proposal {
 }
 
 impl Proposal {
-    fn key(&self) -> (bool, u64, u64, std::cmp::Reverse<String>) {
-        (self.closed, self.bytes, self.devices, std::cmp::Reverse(self.source.clone()))
+    fn key(&self) -> (bool, u64, u64, std::cmp::Reverse<&str>) {
+        (self.closed, self.bytes, self.devices, std::cmp::Reverse(self.source.as_str()))
     }
 }
 
@@ -251,15 +291,33 @@ pub fn propagate(m: &Module, entry: FuncId) -> Propagation {
         }
     }
     let cx = Cx { mesh: &mesh, types: &types, names: &names };
+    // The links touching each slot. After the first round of a level, only
+    // links one of whose tensors changed in the previous round can propose
+    // anything (every proposal of a round is applied, so an unchanged link
+    // would only repeat proposals for dims that are no longer open): running
+    // just those, in link order, gives the same rounds as running all links,
+    // in time proportional to the changes instead of links × rounds.
+    let mut links_of: HashMap<Slot, Vec<usize>> = HashMap::new();
+    for (k, link) in links.iter().enumerate() {
+        for &t in &link.tensors {
+            links_of.entry(t).or_default().push(k);
+        }
+    }
     for level in 0..=2u8 {
+        let mut active: BTreeSet<usize> = (0..links.len()).filter(|&k| links[k].priority <= level).collect();
         loop {
             let mut proposals: BTreeMap<(Slot, usize), Proposal> = BTreeMap::new();
-            for link in links.iter().filter(|l| l.priority <= level) {
-                cx.propose(link, &dims, &mut proposals);
+            for &k in &active {
+                cx.propose(&links[k], &dims, &mut proposals);
             }
             if proposals.is_empty() {
                 break;
             }
+            active = proposals
+                .keys()
+                .flat_map(|(slot, _)| links_of.get(slot).into_iter().flatten().copied())
+                .filter(|&k| links[k].priority <= level)
+                .collect();
             for ((slot, d), p) in proposals {
                 let mut axes = p.axes;
                 // Never reuse an axis another dim of this tensor already uses.
