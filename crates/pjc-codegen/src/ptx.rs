@@ -728,14 +728,31 @@ fn reduction_body<'ctx>(lw: &Lower<'_, 'ctx>, n: IntValue<'ctx>) {
 
 static INIT: std::sync::Once = std::sync::Once::new();
 
-/// A target machine for `arch` (`sm_80`, `sm_90`, ...).
-pub fn target_machine(arch: &str) -> Result<TargetMachine, CodegenError> {
-    INIT.call_once(|| Target::initialize_nvptx(&InitializationConfig::default()));
-    if !arch.starts_with("sm_") || arch[3..].trim_end_matches('a').parse::<u32>().is_err() {
-        return Err(CodegenError::Input(format!(
-            "unknown GPU architecture '{arch}' (expected sm_80, sm_90, ...)"
-        )));
+/// The GPU architectures pjc generates PTX for: Volta (sm_70) and newer, as
+/// far as both LLVM 22's NVPTX backend and CUDA 12.9's ptxas know them. Older
+/// ones lack what the kernels use (`shfl.sync` warp shuffles need PTX 6.0 on
+/// sm_70 for LLVM's instruction selection) and CUDA 13 no longer supports them.
+pub const SUPPORTED_ARCHS: &[&str] = &[
+    "sm_70", "sm_72", "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a", "sm_101",
+    "sm_101a", "sm_103", "sm_103a", "sm_120", "sm_120a", "sm_121", "sm_121a",
+];
+
+/// Checks `--gpu-arch` before anything reaches LLVM (which aborts the process
+/// on an architecture it cannot select instructions for).
+pub fn check_arch(arch: &str) -> Result<(), CodegenError> {
+    if SUPPORTED_ARCHS.contains(&arch) {
+        return Ok(());
     }
+    Err(CodegenError::Input(format!(
+        "unsupported GPU architecture '{arch}': pjc generates PTX for {}",
+        SUPPORTED_ARCHS.join(", ")
+    )))
+}
+
+/// A target machine for `arch` (one of [`SUPPORTED_ARCHS`]).
+pub fn target_machine(arch: &str) -> Result<TargetMachine, CodegenError> {
+    check_arch(arch)?;
+    INIT.call_once(|| Target::initialize_nvptx(&InitializationConfig::default()));
     let triple = TargetTriple::create(TRIPLE);
     let target = Target::from_triple(&triple).map_err(|e| CodegenError::Llvm(e.to_string()))?;
     target

@@ -302,3 +302,24 @@ fn other_kernels_keep_scalar_accesses() {
         assert!(acc.iter().all(|l| !l.contains(".v2") && !l.contains(".v4")), "{src}\n{}", acc.join("\n"));
     }
 }
+
+/// Every architecture `--gpu-arch` accepts compiles and assembles (a sample of
+/// plans that use warp shuffles, shared memory, libdevice math and vector
+/// loads); the ones it refuses give an error before LLVM sees them, as LLVM
+/// aborts the process on architectures it cannot select instructions for.
+#[test]
+fn every_supported_arch_assembles_and_others_are_refused() {
+    let plans: Vec<(String, Plan)> = numeric_plans()
+        .into_iter()
+        .filter(|(n, _)| n.starts_with("reduce") || n.starts_with("unary_exp") || n.starts_with("binary_add"))
+        .take(12)
+        .collect();
+    assert!(plans.len() >= 6, "{}", plans.len());
+    for arch in pjc_codegen::ptx::SUPPORTED_ARCHS {
+        run_all(&plans, arch);
+    }
+    for bad in ["sm_35", "sm_10", "sm_999", "sm_1", "sm_", "compute_90", "sm_60", ""] {
+        let e = pjc_codegen::compile_ptx(&plans[0].1, bad).expect_err(bad).to_string();
+        assert!(e.contains(&format!("unsupported GPU architecture '{bad}'")) && e.contains("sm_70, "), "{bad}: {e}");
+    }
+}
