@@ -24,6 +24,41 @@ pub enum EvalError {
     Unsupported(String),
     #[error("internal error in the interpreter at '{op}' in @{func}: {msg}")]
     Internal { func: String, op: String, msg: String },
+    #[error("value %{value} of @{func} ({ty}) needs {needed} bytes in the interpreter, more than this machine's {available} bytes of available memory")]
+    OutOfMemory { func: String, value: String, ty: String, needed: u128, available: u64 },
+}
+
+/// The bytes the reference kernels may hold for one value of type `t` at
+/// once: the value itself plus a working copy in the wide type they compute
+/// in (f64 for floats, i128 for integers).
+pub fn working_bytes(t: &pjc_ir::TensorType) -> u128 {
+    let n: u128 = t.shape.iter().fold(1u128, |a, &d| a.saturating_mul(d as u128));
+    let wide = if t.dtype.is_float() { 8 } else if t.dtype.is_int() { 16 } else { 1 };
+    n.saturating_mul(t.dtype.size_bytes() as u128 + wide)
+}
+
+/// Refuses, before anything is allocated, a module one of whose values the
+/// interpreter cannot hold within `available` bytes (a `spmd func`'s values
+/// once per simulated device). The check is per value: it stops the sizes a
+/// program implies from reaching the allocator, which would abort the process.
+pub fn check_memory(m: &Module, available: u64) -> Result<(), EvalError> {
+    let devices = m.mesh_or_single().device_count() as u128;
+    for f in m.funcs.values() {
+        let copies = if f.kind == FuncKind::Spmd { devices } else { 1 };
+        for v in f.values.values() {
+            let needed = working_bytes(&v.ty).saturating_mul(copies);
+            if needed > available as u128 {
+                return Err(EvalError::OutOfMemory {
+                    func: f.name.clone(),
+                    value: v.name.clone(),
+                    ty: v.ty.to_string(),
+                    needed,
+                    available,
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Runs the module's function `entry` on global inputs (one per parameter, in

@@ -255,7 +255,13 @@ impl Buf {
     /// A buffer of `n` copies of `s`. The scalar must already be valid for `d`
     /// (the front end range-checks literals).
     pub fn splat(d: DType, s: Scalar, n: usize) -> Buf {
-        Buf::from_scalars(d, &vec![s; n])
+        // Rounded once, then repeated in the element type (no wide copy).
+        let mut one = Buf::from_scalars(d, &[s]);
+        with_buf!(&mut one, v => {
+            let x = v[0];
+            *v = vec![x; n];
+        });
+        one
     }
 
     /// A buffer from literal elements: `Int` for integer dtypes (wrapped) or float

@@ -109,6 +109,10 @@ pub fn run(file: &Path, entry: &str, input: &[String], inputs: &[PathBuf], outpu
     if needs_expansion {
         crate::expand_in_place(&mut m, file)?;
     }
+    // The sizes the program implies, before any is allocated.
+    if let Some(available) = pjc_tensor::available_memory() {
+        pjc_interp::check_memory(&m, available).map_err(|e| Failure::Env(e.to_string()))?;
+    }
     let f = &m.funcs[id];
     let args = gather_inputs(&m, f, input, inputs)?;
     let results = pjc_interp::eval(&m, id, args).map_err(|e| Failure::Env(e.to_string()))?;
