@@ -26,8 +26,13 @@ enum Cmd {
         #[arg(long, default_value = "main")]
         entry: String,
     },
-    /// Print the canonical text of a PIR file.
-    Fmt { file: PathBuf },
+    /// Print the canonical text of a PIR file (which must be valid, as for check).
+    Fmt {
+        file: PathBuf,
+        /// Entry function (default: main), as for check.
+        #[arg(long, default_value = "main")]
+        entry: String,
+    },
     /// Compile a PIR file into a standalone executable (-o), or print an
     /// intermediate form (--emit).
     Compile {
@@ -261,14 +266,16 @@ fn run(cli: Cli) -> Result<(), Failure> {
             load(&file, Some(&entry))?;
             Ok(())
         }
-        Cmd::Fmt { file } => {
-            let src = read_source(&file)?;
-            let name = file.display().to_string();
-            let m = pjc_front::load(&src).map_err(|d| Failure::Program(pjc_front::render(&name, &src, &d)))?;
+        Cmd::Fmt { file, entry } => {
+            // Exactly what `check` accepts (its entry function included), so
+            // that fmt never prints a module that check rejects.
+            let (m, _) = load(&file, Some(&entry))?;
             print!("{}", pjc_front::print_module(&m));
             Ok(())
         }
         Cmd::Compile { file, output, mesh, entry, emit, gpu_arch } => {
+            // Before any work, and before LLVM sees it (it aborts on some).
+            pjc_codegen::ptx::check_arch(&gpu_arch).map_err(|e| Failure::Env(e.to_string()))?;
             let (m, id) = load_expanded(&file, &entry, mesh.as_deref())?;
             match (emit, output) {
                 (Some(Emit::Pir), _) => print!("{}", pjc_front::print_module(&m)),

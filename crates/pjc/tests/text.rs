@@ -186,14 +186,15 @@ fn expected_exit(text: &str) -> Option<i32> {
 }
 
 /// `pjc fmt` of `rel_path`, then `pjc fmt` of that output: the two must be equal.
-fn check_fmt_idempotent(root: &Path, rel_path: &str, scratch: &Path) -> Result<(), String> {
-    let first = pjc(root, &["fmt".into(), rel_path.into()])?;
+fn check_fmt_idempotent(root: &Path, rel_path: &str, scratch: &Path, entry: &[String]) -> Result<(), String> {
+    let fmt = |file: String| [vec!["fmt".to_string(), file], entry.to_vec()].concat();
+    let first = pjc(root, &fmt(rel_path.into()))?;
     if !first.status.success() {
         return Err(format!("`pjc fmt` failed on a file expected to be valid:\n{}", render(&first)));
     }
     let tmp = scratch.with_extension("fmt.pir");
     fs::write(&tmp, &first.stdout).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    let second = pjc(root, &["fmt".into(), tmp.to_string_lossy().into_owned()])?;
+    let second = pjc(root, &fmt(tmp.to_string_lossy().into_owned()))?;
     let _ = fs::remove_file(&tmp);
     if !second.status.success() {
         return Err(format!("`pjc fmt` rejects its own output:\n{}", render(&second)));
@@ -250,7 +251,12 @@ fn run_test(root: &Path, scratch_dir: &Path, pir: &Path, bless: bool) -> (Vec<St
     // fmt idempotency for programs expected to be valid.
     let exit = if bless { out.status.code() } else { expected.as_deref().and_then(expected_exit) };
     if matches!(run.subcommand.as_str(), "check" | "fmt") && exit == Some(0) {
-        if let Err(e) = check_fmt_idempotent(root, &rel_path, &scratch) {
+        // fmt accepts what check accepts: the same entry function.
+        let entry: Vec<String> = match run.args.iter().position(|a| a == "--entry") {
+            Some(i) => run.args[i..(i + 2).min(run.args.len())].to_vec(),
+            None => vec![],
+        };
+        if let Err(e) = check_fmt_idempotent(root, &rel_path, &scratch, &entry) {
             failures.push(e);
         }
     }
