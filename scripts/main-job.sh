@@ -24,6 +24,13 @@ if ! command -v cargo >/dev/null 2>&1; then
   export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 fi
 
+say "libdevice and ptxas for the GPU code (CUDA's compiler from PyPI into .venv; no GPU needed)"
+# --emit ptx and the executables' PTX need libdevice (math functions on NVPTX);
+# scripts/ptxas.sh installs it on first use and prints where ptxas is.
+PJC_PTXAS=$(bash scripts/ptxas.sh) || die "scripts/ptxas.sh could not install ptxas/libdevice"
+export PJC_PTXAS
+echo "ptxas: $PJC_PTXAS"
+
 say "build pjc (release)"
 locked=()
 if [ -f Cargo.lock ]; then locked=(--locked); fi
