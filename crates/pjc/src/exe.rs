@@ -125,23 +125,14 @@ pub fn compile(m: &pjc_ir::Module, id: pjc_ir::FuncId, out: &Path, gpu_arch: &st
     write_executable(out, &p.append_to(&runner))
 }
 
-/// Writes `bytes` to `out` through a temporary file in the same directory
-/// (an existing OUT is replaced whole or not at all) and makes it executable.
+/// Writes `bytes` to `out` atomically (an existing OUT is replaced whole or
+/// not at all; see `pjc_tensor::write_atomically`) and makes it executable.
 fn write_executable(out: &Path, bytes: &[u8]) -> Result<(), Failure> {
+    use std::io::Write;
     use std::os::unix::fs::PermissionsExt;
-    let err = |p: &Path, e: std::io::Error| Failure::Env(format!("cannot write '{}': {}", p.display(), crate::io_reason(&e)));
-    if out.is_dir() {
-        return Err(Failure::Env(format!("cannot write '{}': it is a directory", out.display())));
-    }
-    let dir = out.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = out.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_else(|| "out".into());
-    let tmp = dir.join(format!(".{name}.pjc-tmp-{}", std::process::id()));
-    let r = std::fs::write(&tmp, bytes)
-        .and_then(|_| std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)))
-        .and_then(|_| std::fs::rename(&tmp, out));
-    if let Err(e) = r {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(err(out, e));
-    }
-    Ok(())
+    pjc_tensor::write_atomically(out, |f| {
+        f.write_all(bytes)?;
+        f.set_permissions(std::fs::Permissions::from_mode(0o755))
+    })
+    .map_err(Failure::Env)
 }
