@@ -673,3 +673,70 @@ fn the_bare_runner_and_damaged_executables_are_clear_errors() {
     assert!(err.starts_with("error:") && !err.contains("panicked"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The names in `dir`, sorted.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir).unwrap().flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_failed_output_write_keeps_the_earlier_result() {
+    // A 1 MiB result written under a 400 KiB file-size limit (RLIMIT_FSIZE
+    // with SIGXFSZ ignored: the write fails with EFBIG, as on a full disk).
+    let dir = scratch();
+    let src = "func @main(%x: f32[512,512]) -> (y: f32[512,512]) {\n  %y = add %x, %x\n  return %y\n}\n";
+    let exe = compile(&dir, "big", src, None).unwrap();
+    let x = Tensor::new(vec![512, 512], Buf::F32((0..512 * 512).map(|i| i as f32).collect()));
+    pjc_tensor::write_npy(&dir.join("x.npy"), &x).unwrap();
+    std::fs::create_dir_all(dir.join("npy")).unwrap();
+    std::fs::write(dir.join("out.safetensors"), b"the earlier result").unwrap();
+    std::fs::write(dir.join("npy/y.npy"), b"the earlier y").unwrap();
+    let before = names_in(&dir);
+    for (out, earlier) in [("out.safetensors", "out.safetensors"), ("npy", "npy/y.npy")] {
+        let o = Command::new("bash")
+            .arg("-c")
+            .arg("trap '' XFSZ; ulimit -f 400; exec \"$0\" \"$@\"")
+            .arg(&exe)
+            .args(["--input", "x=x.npy", "--device", "cpu", "--output", out])
+            .current_dir(&dir)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(lines.len(), 1, "{err}");
+        assert!(lines[0].contains("cannot write '") && lines[0].contains("File too large"), "{err}");
+        let kept = std::fs::read(dir.join(earlier)).unwrap();
+        assert!(kept.starts_with(b"the earlier"), "{earlier} was overwritten ({} bytes)", kept.len());
+    }
+    assert_eq!(names_in(&dir), before, "no temporaries");
+    assert_eq!(names_in(&dir.join("npy")), ["y.npy"], "no temporaries");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_program_too_large_for_memory_is_one_error_line() {
+    // Results of f32[100000,100000,100000] (4 * 10^15 bytes): `pjc compile -o`
+    // does not allocate them; the executable refuses before allocating.
+    let dir = scratch();
+    let one = "func @main(%x: f32[]) -> (y: f32[100000,100000,100000]) {\n  %y = broadcast %x {dims=[]} : f32[100000,100000,100000]\n  return %y\n}\n";
+    let two = "mesh [data=2]\n\nfunc @main(%x: f32[]) -> (y: f32[100000,100000,100000] on [data, _, _]) {\n  %y = broadcast %x {dims=[]} : f32[100000,100000,100000]\n  return %y\n}\n";
+    pjc_tensor::write_npy(&dir.join("x.npy"), &Tensor::new(vec![], Buf::F32(vec![1.0]))).unwrap();
+    let args = vec!["--input".to_string(), format!("x={}", dir.join("x.npy").display()), "--device".into(), "cpu".into()];
+    for (name, src, np) in [("huge1", one, None), ("huge2", two, Some(2))] {
+        let exe = compile(&dir, name, src, None).unwrap();
+        let o = launch_exe(np, &exe, &args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(lines.len(), 1, "{name}: {err}");
+        assert!(lines[0].starts_with("error: not enough memory: ") && lines[0].contains("bytes") && lines[0].contains("f32[100000,100000,100000]"), "{name}: {err}");
+        assert!(!err.contains("memory allocation") && !err.contains("panicked"), "{name}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
