@@ -114,7 +114,8 @@ pub fn compile(m: &pjc_ir::Module, id: pjc_ir::FuncId, out: &Path, gpu_arch: &st
         Err(pjc_codegen::CodegenError::Input(m)) => return Err(Failure::Env(m)),
         Err(e) => {
             eprintln!("warning: the executable gets no GPU code and runs on CPUs only: {e}");
-            p.add(section::NO_PTX, e.to_string());
+            // `--list-devices` prints it: say that it is about the compiling machine.
+            p.add(section::NO_PTX, format!("when it was compiled: {e}"));
         }
     }
     let runner_path = find_runner()?;
@@ -135,4 +136,24 @@ fn write_executable(out: &Path, bytes: &[u8]) -> Result<(), Failure> {
         f.set_permissions(std::fs::Permissions::from_mode(0o755))
     })
     .map_err(Failure::Env)
+}
+
+/// `pjc devices`' line on GPU code: whether executables compiled on this
+/// machine get PTX, and when they would not, why and where pjc looked for
+/// libdevice (kernels calling math functions need it).
+pub fn gpu_code_status() -> String {
+    let cpu_only = "executables compiled here whose kernels call math functions (exp, tanh, ...) get no GPU code and run on CPUs only";
+    match pjc_codegen::ptx::find_libdevice() {
+        Some(p) if p.is_file() => format!("gpu code: executables compiled here carry PTX (libdevice: {})\n", p.display()),
+        Some(p) => format!("gpu code: {cpu_only}: PJC_LIBDEVICE is '{}', which is not a file\n", p.display()),
+        None => {
+            let venv = "lib/*/site-packages/nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc";
+            let cwd = std::env::current_dir().map(|d| d.join(".venv").join(venv).display().to_string()).unwrap_or_default();
+            let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv").join(venv);
+            format!(
+                "gpu code: {cpu_only}: libdevice.10.bc not found (PJC_LIBDEVICE is not set; looked at {cwd}, {}, /usr/local/cuda/nvvm/libdevice/libdevice.10.bc, /usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc); scripts/ptxas.sh installs it\n",
+                repo.display()
+            )
+        }
+    }
 }

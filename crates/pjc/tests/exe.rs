@@ -740,3 +740,47 @@ fn a_program_too_large_for_memory_is_one_error_line() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn list_devices_and_pjc_devices_say_when_there_is_no_gpu_code_and_why() {
+    // PJC_LIBDEVICE naming a missing file: the machine has no libdevice.
+    let dir = scratch();
+    let missing = dir.join("no/libdevice.10.bc");
+    let no_lib = [("PJC_LIBDEVICE", missing.display().to_string())];
+    let src = "func @main(%x: f32[8]) -> (y: f32[8]) {\n  %y = tanh %x\n  return %y\n}\n";
+    let plain = "func @main(%x: f32[8]) -> (y: f32[8]) {\n  %y = add %x, %x\n  return %y\n}\n";
+    let mut exes = vec![];
+    for (name, text) in [("math", src), ("plain", plain)] {
+        std::fs::write(dir.join(format!("{name}.pir")), text).unwrap();
+        let exe = dir.join(format!("{name}.bin"));
+        let o = Command::new(env!("CARGO_BIN_EXE_pjc")).arg("compile").arg(dir.join(format!("{name}.pir"))).arg("-o").arg(&exe).envs(no_lib.clone()).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{err}");
+        assert_eq!(err.contains("warning: the executable gets no GPU code"), name == "math", "{name}: {err}");
+        exes.push(exe);
+    }
+    let list = |exe: &Path| {
+        let o = launch_exe(None, exe, &["--list-devices".to_string()]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let out = list(&exes[0]);
+    let line = out.lines().find(|l| l.starts_with("gpu code: ")).unwrap_or_else(|| panic!("no gpu code line:\n{out}"));
+    assert!(line.starts_with("gpu code: none, this executable runs on CPUs only (when it was compiled: "), "{out}");
+    assert!(line.contains(&format!("cannot read libdevice '{}'", missing.display())), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("rank 0: ") && l.contains("not CUDA: the executable has no GPU code")), "{out}");
+    // Kernels without math functions need no libdevice: PTX all the same.
+    let out = list(&exes[1]);
+    assert!(out.lines().any(|l| l.starts_with("gpu code: PTX for sm_")), "{out}");
+    // `pjc devices` says what executables compiled here get.
+    let o = Command::new(env!("CARGO_BIN_EXE_pjc")).arg("devices").envs(no_lib.clone()).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}");
+    let line = out.lines().find(|l| l.starts_with("gpu code: ")).unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains("run on CPUs only") && line.contains(&format!("PJC_LIBDEVICE is '{}', which is not a file", missing.display())), "{out}");
+    let o = Command::new(env!("CARGO_BIN_EXE_pjc")).arg("devices").env_remove("PJC_LIBDEVICE").output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line = out.lines().find(|l| l.starts_with("gpu code: ")).unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains("carry PTX (libdevice: ") || line.contains("libdevice.10.bc not found (PJC_LIBDEVICE is not set; looked at "), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
