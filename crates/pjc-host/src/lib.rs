@@ -93,6 +93,24 @@ impl HostBuf {
     pub fn zeroed(len: usize) -> HostBuf {
         HostBuf { words: vec![0; len.div_ceil(8).max(1)], len }
     }
+    /// [`HostBuf::zeroed`], or `None` when the memory cannot be had (instead
+    /// of aborting the process). Zero pages come lazily from the system, as
+    /// with `zeroed`.
+    pub fn try_zeroed(len: usize) -> Option<HostBuf> {
+        let n = len.div_ceil(8).max(1);
+        let layout = std::alloc::Layout::array::<u64>(n).ok()?;
+        // SAFETY: a non-zero-sized layout; the allocation is handed to a Vec
+        // with exactly the element type, length and capacity it was made for,
+        // from the global allocator Vec uses.
+        let words = unsafe {
+            let p = std::alloc::alloc_zeroed(layout) as *mut u64;
+            if p.is_null() {
+                return None;
+            }
+            Vec::from_raw_parts(p, n, n)
+        };
+        Some(HostBuf { words, len })
+    }
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
         self.words.as_mut_ptr() as *mut u8
     }
@@ -124,17 +142,24 @@ pub fn check_arg(t: &Tensor, ty: &TensorType, what: &str) -> Result<(), HostErro
 }
 
 impl Buffers {
-    /// Allocates `plan`'s buffers with constants filled in and parameters zero.
-    pub fn alloc(plan: &Plan) -> Buffers {
+    /// Allocates `plan`'s buffers with constants filled in and parameters
+    /// zero. Memory that cannot be had is an error naming the buffer and its
+    /// bytes, not an abort.
+    pub fn alloc(plan: &Plan) -> Result<Buffers, HostError> {
         let mut data = vec![];
         for b in &plan.buffers {
-            let mut s = HostBuf::zeroed(b.bytes() as usize);
+            let bytes = b.ty.shape.iter().try_fold(b.ty.dtype.size_bytes() as u64, |a, &d| a.checked_mul(d));
+            let buf = bytes.and_then(|n| usize::try_from(n).ok()).and_then(HostBuf::try_zeroed);
+            let Some(mut s) = buf else {
+                let need = bytes.map_or_else(|| "more than 2^64".to_string(), |n| n.to_string());
+                return Err(HostError::Input(format!("not enough memory: buffer %{} ({}) needs {need} bytes, which cannot be allocated", b.name, b.ty)));
+            };
             if let BufferKind::Constant(lit) = &b.kind {
                 s.write_tensor(&pjc_fusion::exec::literal_tensor(lit, &b.ty));
             }
             data.push(s);
         }
-        Buffers { data }
+        Ok(Buffers { data })
     }
 
     /// Allocates `plan`'s buffers with parameters and constants filled in.
@@ -142,7 +167,7 @@ impl Buffers {
         if args.len() != plan.params.len() {
             return Err(HostError::Input(format!("plan @{} takes {} arguments, got {}", plan.name, plan.params.len(), args.len())));
         }
-        let mut bufs = Buffers::alloc(plan);
+        let mut bufs = Buffers::alloc(plan)?;
         for (i, t) in args.iter().enumerate() {
             bufs.set_param(plan, i, t)?;
         }
@@ -296,4 +321,19 @@ pub struct PtxModule {
     pub arch: String,
     pub ptx: String,
     pub kernels: Vec<PtxKernel>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::HostBuf;
+
+    #[test]
+    fn memory_that_cannot_be_had_is_none_not_an_abort() {
+        // f32[100000,100000,100000]: more than any address space holds.
+        assert!(HostBuf::try_zeroed(4_000_000_000_000_000).is_none());
+        let mut b = HostBuf::try_zeroed(13).unwrap();
+        assert_eq!(b.bytes(), &[0; 13]);
+        b.bytes_mut()[12] = 7;
+        assert_eq!(b.bytes()[12], 7);
+    }
 }

@@ -28,7 +28,7 @@ use crate::pack::insert_block;
 use crate::shardio::open_safetensors;
 use crate::world::World;
 use crate::RuntimeError;
-use pjc_ir::{DType, Mesh, Sharding, TensorType};
+use pjc_ir::{Mesh, Sharding, TensorType};
 use pjc_tensor::Tensor;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -110,9 +110,7 @@ fn fsync_dir(dir: &Path) {
 }
 
 fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), RuntimeError> {
-    let mut f = std::fs::File::create(path).map_err(|e| io(path, "create", e))?;
-    f.write_all(bytes).map_err(|e| io(path, "write", e))?;
-    f.sync_all().map_err(|e| io(path, "sync", e))
+    pjc_tensor::write_atomically(path, |f| f.write_all(bytes)).map_err(RuntimeError::Env)
 }
 
 fn sharding_text(s: Option<&Sharding>) -> String {
@@ -123,6 +121,18 @@ fn sharding_text(s: Option<&Sharding>) -> String {
 /// local block of `carried[j]`.
 #[allow(clippy::too_many_arguments)]
 pub fn write(world: &World, dir: &Path, step: u64, mesh: &Mesh, carried: &[Carried], values: &[Tensor], data: Option<DataPosition>, keep: Option<usize>) -> Result<PathBuf, RuntimeError> {
+    let r = write_tmp_and_publish(world, dir, step, mesh, carried, values, data, keep);
+    // A failed checkpoint leaves nothing behind: every rank is past its own
+    // writes once the failure has been agreed on, so rank 0 removes the
+    // unpublished directory (the earlier checkpoints are untouched).
+    if r.is_err() && world.rank() == 0 {
+        let _ = std::fs::remove_dir_all(tmp_dir(dir, step));
+    }
+    r
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_tmp_and_publish(world: &World, dir: &Path, step: u64, mesh: &Mesh, carried: &[Carried], values: &[Tensor], data: Option<DataPosition>, keep: Option<usize>) -> Result<PathBuf, RuntimeError> {
     let rank = world.rank() as u64;
     let tmp = tmp_dir(dir, step);
     let first = if world.rank() == 0 {
@@ -233,13 +243,24 @@ pub fn validate(path: &Path, carried: &[Carried]) -> Result<Manifest, String> {
         if (t.dtype.clone(), t.shape.clone()) != want {
             return Err(format!("parameter '{}' is {}{:?} in it, but the program's is {}", c.name, t.dtype, t.shape, c.ty));
         }
-        // The blocks must cover the array exactly once.
-        let total: u64 = t.blocks.iter().map(|b| b.size.iter().product::<u64>()).sum();
-        if total != c.ty.num_elements() || t.blocks.iter().any(|b| !m.files.contains_key(&b.file) || b.start.len() != c.ty.rank() || b.size.len() != c.ty.rank() || b.start.iter().zip(&b.size).zip(&c.ty.shape).any(|((s, z), d)| s + z > *d)) {
+        // The blocks must lie inside the array and add up to it (checked
+        // arithmetic: the numbers come from a file).
+        let inside = |b: &SavedBlock| {
+            m.files.contains_key(&b.file)
+                && b.start.len() == c.ty.rank()
+                && b.size.len() == c.ty.rank()
+                && b.start.iter().zip(&b.size).zip(&c.ty.shape).all(|((s, z), d)| s.checked_add(*z).is_some_and(|e| e <= *d))
+        };
+        let total = t.blocks.iter().try_fold(0u64, |a, b| b.size.iter().try_fold(1u64, |p, &z| p.checked_mul(z)).and_then(|n| a.checked_add(n)));
+        if total != Some(c.ty.num_elements()) || !t.blocks.iter().all(inside) {
             return Err(format!("its blocks of '{}' do not tile the array", c.name));
         }
     }
+    let mut layouts = BTreeMap::new();
     for (name, f) in &m.files {
+        if name.contains('/') || name.starts_with('.') {
+            return Err(format!("its manifest names the file '{name}', which is not in the checkpoint's directory"));
+        }
         let p = path.join(name);
         let bytes = std::fs::read(&p).map_err(|e| format!("{name}: {}", crate::driver::io_reason(&e)))?;
         if bytes.len() as u64 != f.bytes {
@@ -247,6 +268,25 @@ pub fn validate(path: &Path, carried: &[Carried]) -> Result<Manifest, String> {
         }
         if crc32fast::hash(&bytes) != f.crc32 {
             return Err(format!("{name} fails its checksum (corrupted)"));
+        }
+        // Whole and checksummed, yet possibly not what the manifest says.
+        let ls = pjc_tensor::safetensors_layouts(&bytes).map_err(|e| format!("{name} {e}"))?;
+        layouts.insert(name.clone(), ls);
+    }
+    for c in carried {
+        for b in &m.tensors[c.name].blocks {
+            let (_, l) = layouts[&b.file].iter().find(|(n, _)| n == c.name).ok_or_else(|| format!("{} has no block of '{}'", b.file, c.name))?;
+            let size: Vec<u64> = b.size.clone();
+            let got: Vec<u64> = l.shape.iter().map(|&d| d as u64).collect();
+            if l.dtype != c.ty.dtype || got != size {
+                return Err(format!(
+                    "{}'s block of '{}' is {}, its manifest says {}",
+                    b.file,
+                    c.name,
+                    TensorType::new(l.dtype, got),
+                    TensorType::new(c.ty.dtype, size)
+                ));
+            }
         }
     }
     Ok(m)
@@ -293,7 +333,20 @@ pub fn load(dir: &Path, step: u64, mesh: &Mesh, device: u64, carried: &[Carried]
         let es = c.ty.dtype.size_bytes();
         let local_shape: Vec<usize> = want.iter().map(|b| b.1).collect();
         let mut local = vec![0u8; local_shape.iter().product::<usize>() * es];
+        let bad = |why: String| RuntimeError::Env(format!("checkpoint '{}': {why}", path.display()));
+        if t.dtype != c.ty.dtype.to_string() || t.shape != c.ty.shape {
+            return Err(bad(format!("parameter '{}' is {}{:?} in it, but the program's is {}", c.name, t.dtype, t.shape, c.ty)));
+        }
         for b in &t.blocks {
+            // Everything taken from the files is checked before it is used as
+            // an index (validate checked it on rank 0; the files may have
+            // changed since).
+            let fits = b.start.len() == shape.len()
+                && b.size.len() == shape.len()
+                && (0..shape.len()).all(|d| b.start[d].checked_add(b.size[d]).is_some_and(|e| e <= shape[d] as u64));
+            if !fits {
+                return Err(bad(format!("its blocks of '{}' do not tile the array", c.name)));
+            }
             // Overlap of the saved block and the wanted one, per dimension.
             let lo: Vec<usize> = (0..shape.len()).map(|d| (b.start[d] as usize).max(want[d].0)).collect();
             let hi: Vec<usize> = (0..shape.len()).map(|d| ((b.start[d] + b.size[d]) as usize).min(want[d].0 + want[d].1)).collect();
@@ -306,14 +359,18 @@ pub fn load(dir: &Path, step: u64, mesh: &Mesh, device: u64, carried: &[Carried]
             let src = files[&b.file].iter().find(|(n, _)| n == c.name).map(|(_, s)| s).ok_or_else(|| {
                 RuntimeError::Env(format!("checkpoint '{}': {} has no block of '{}'", path.display(), b.file, c.name))
             })?;
+            let saved: Vec<usize> = b.size.iter().map(|&z| z as usize).collect();
+            if src.dtype != c.ty.dtype || src.shape != saved {
+                let got = TensorType::new(src.dtype, src.shape.iter().map(|&d| d as u64).collect());
+                return Err(bad(format!("{}'s block of '{}' is {got}, its manifest says {}", b.file, c.name, TensorType::new(c.ty.dtype, b.size.clone()))));
+            }
             let in_saved: Vec<usize> = (0..shape.len()).map(|d| lo[d] - b.start[d] as usize).collect();
             let size: Vec<usize> = (0..shape.len()).map(|d| hi[d] - lo[d]).collect();
             let part = src.block(&in_saved, &size);
             let at: Vec<usize> = (0..shape.len()).map(|d| lo[d] - want[d].0).collect();
             insert_block(&mut local, &local_shape, es, &at, &size, &pjc_tensor::buf_to_le_bytes(&part.data));
         }
-        let dtype = DType::from_name(&t.dtype).unwrap_or(c.ty.dtype);
-        out.push(Tensor::new(local_shape, pjc_tensor::buf_from_le_bytes(dtype, &local).map_err(RuntimeError::Internal)?));
+        out.push(Tensor::new(local_shape, pjc_tensor::buf_from_le_bytes(c.ty.dtype, &local).map_err(RuntimeError::Internal)?));
     }
     Ok((m, out))
 }

@@ -108,7 +108,8 @@ impl<'w> CpuBackend<'w> {
         let lib = KernelLibrary::load(so)?;
         let kernels = lib.kernels(plan)?;
         let coll = MpiCollectives::for_plan(world, mesh, plan)?;
-        Ok(CpuBackend { plan: plan.clone(), kernels, bufs: Buffers::alloc(plan), coll, threads: world.kernel_threads(), trace: None, _lib: lib })
+        let bufs = Buffers::alloc(plan).map_err(host)?;
+        Ok(CpuBackend { plan: plan.clone(), kernels, bufs, coll, threads: world.kernel_threads(), trace: None, _lib: lib })
     }
 }
 

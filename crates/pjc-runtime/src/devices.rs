@@ -72,7 +72,7 @@ pub fn list(world: &World, p: &Program, choice: DeviceChoice) -> Result<(), Runt
     let use_gpu = match choice {
         DeviceChoice::Cpu => Err("--device cpu".to_string()),
         _ => match (&p.ptx, &gpus) {
-            (Err(e), _) => Err(format!("no GPU code: {e}")),
+            (Err(_), _) => Err("the executable has no GPU code".to_string()),
             (_, Err(e)) => Err(e.clone()),
             (_, Ok(g)) if g.len() < world.local_size() => Err(format!("{} GPU(s) for {} processes on this node", g.len(), world.local_size())),
             (_, Ok(g)) => Ok(g[local % g.len()].clone()),
@@ -93,9 +93,19 @@ pub fn list(world: &World, p: &Program, choice: DeviceChoice) -> Result<(), Runt
         } else {
             println!("{}", p.mesh);
         }
+        println!("{}", gpu_code_line(p));
         for l in all {
             println!("{}", String::from_utf8_lossy(&l));
         }
     }
     Ok(())
+}
+
+/// What GPU code the executable carries, or that it has none and why (the
+/// reason `pjc compile` recorded in the payload).
+pub fn gpu_code_line(p: &Program) -> String {
+    match &p.ptx {
+        Ok(m) => format!("gpu code: PTX for {} ({} kernels)", m.arch, m.kernels.len()),
+        Err(why) => format!("gpu code: none, this executable runs on CPUs only ({why})"),
+    }
 }

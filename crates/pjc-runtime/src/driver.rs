@@ -56,18 +56,8 @@ pub fn assemble(spmd: &Function, mesh: &Mesh, k: usize, parts: &[Vec<u8>]) -> Te
     Tensor::new(shape, pjc_tensor::buf_from_le_bytes(g.dtype, &out).expect("whole elements"))
 }
 
-/// Writes results: one `.safetensors` file, or a directory of `NAME.npy`.
+/// Writes results: one `.safetensors` file, or a directory of `NAME.npy`,
+/// each file atomically (an earlier result survives a failed write).
 pub fn write_outputs(path: &Path, named: &[(String, Tensor)]) -> Result<(), RuntimeError> {
-    if path.extension().is_some_and(|e| e == "safetensors") {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| RuntimeError::Env(format!("cannot create '{}': {}", dir.display(), io_reason(&e))))?;
-        }
-        return pjc_tensor::write_safetensors(path, named).map_err(env);
-    }
-    std::fs::create_dir_all(path).map_err(|e| RuntimeError::Env(format!("cannot create output directory '{}': {}", path.display(), io_reason(&e))))?;
-    for (name, t) in named {
-        pjc_tensor::write_npy(&path.join(format!("{name}.npy")), t).map_err(env)?;
-    }
-    Ok(())
+    pjc_tensor::write_outputs(path, named).map_err(env)
 }
-

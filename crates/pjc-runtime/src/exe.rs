@@ -369,6 +369,7 @@ pub fn run(world: &World, payload: &Payload, a: &ExeArgs) -> Result<(), RuntimeE
         return crate::devices::list(world, &p, a.device);
     }
     let kind = choose_device(world, &p, a.device)?;
+    agree(world, crate::memory::check(world, &p, kind))?;
     let device = world.rank() as u64;
     let mut tracer = crate::trace::Tracer::new(world, a.trace.is_some());
     let backend: Result<Box<dyn Backend + '_>, RuntimeError> = match kind {
@@ -476,7 +477,10 @@ pub fn run(world: &World, payload: &Payload, a: &ExeArgs) -> Result<(), RuntimeE
                 let t_ck = tracer.now();
                 let values = carried.iter().map(|&(k, _)| backend.result(k)).collect::<Result<Vec<_>, _>>().map_err(fatal)?;
                 let data = data_shape.map(|(m, b)| crate::checkpoint::DataPosition { examples: m, batch: b, next_example: (done.wrapping_mul(b)) % m.max(1) });
-                let path = crate::checkpoint::write(world, dir, done, &p.mesh, &views, &values, data, a.keep).map_err(fatal)?;
+                // Not fatal: every rank returns from write with the same
+                // outcome (it agrees), so the job can end normally, with
+                // the error printed once.
+                let path = crate::checkpoint::write(world, dir, done, &p.mesh, &views, &values, data, a.keep)?;
                 tracer.span("checkpoint", "io", t_ck, serde_json::json!({"step": done}));
                 if world.rank() == 0 {
                     let msg = format!("checkpoint: {}", path.display());

@@ -10,6 +10,7 @@
 //!   uses, built up front; the five collectives and `axis_index`
 //!   ([`MpiCollectives`], also a `pjc_fusion::exec::Collectives`), with
 //!   fixed-order (bitwise reproducible) reductions.
+//! - [`memory`]: the host memory a program implies, checked before allocating.
 //! - [`pack`]: byte packing for non-leading dimensions and shard blocks.
 //! - [`payload`]: the program a compiled executable carries after the runner.
 //! - [`shardio`]: memory-mapped inputs, read shard by shard.
@@ -28,6 +29,7 @@ pub mod devices;
 pub mod driver;
 pub mod exe;
 pub mod groups;
+pub mod memory;
 pub mod pack;
 pub mod payload;
 pub mod shardio;

@@ -91,6 +91,6 @@ impl<'w> Tracer<'w> {
         if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(d).map_err(|e| RuntimeError::Env(format!("cannot create '{}': {}", d.display(), crate::driver::io_reason(&e))))?;
         }
-        std::fs::write(path, text).map_err(|e| RuntimeError::Env(format!("cannot write '{}': {}", path.display(), crate::driver::io_reason(&e))))
+        pjc_tensor::write_atomically(path, |f| std::io::Write::write_all(f, text.as_bytes())).map_err(RuntimeError::Env)
     }
 }

@@ -9,6 +9,7 @@
 //! formats store row-major little-endian elements, which [`buf_to_le_bytes`] and
 //! [`buf_from_le_bytes`] convert (they also serve `bitcast_convert`).
 
+use std::io::Write;
 use std::path::Path;
 
 use half::{bf16, f16};
@@ -89,8 +90,61 @@ fn read_file(path: &Path) -> Result<Vec<u8>, TensorError> {
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), TensorError> {
-    std::fs::write(path, bytes)
-        .map_err(|e| TensorError::Io(format!("cannot write '{}': {}", path.display(), os_msg(&e))))
+    write_atomically(path, |f| f.write_all(bytes)).map_err(TensorError::Io)
+}
+
+/// Writes the file `path` whole or not at all: `fill` writes a new temporary
+/// file in the same directory (`.NAME.pjc-tmp-PID-N`), which is fsynced and
+/// then renamed over `path`. When anything fails (a full disk, a crash before
+/// the rename) `path` keeps its earlier contents, if it had any, and the
+/// temporary is removed. The one way every output of pjc and of its
+/// executables is written. Errors are one line: `cannot write 'PATH': WHY`.
+pub fn write_atomically(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>) -> Result<(), String> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let fail = |e: &std::io::Error| format!("cannot write '{}': {}", path.display(), os_msg(e));
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let Some(name) = path.file_name() else {
+        return Err(format!("cannot write '{}': it names no file", path.display()));
+    };
+    if path.is_dir() {
+        return Err(format!("cannot write '{}': it is a directory", path.display()));
+    }
+    let tmp = dir.join(format!(".{}.pjc-tmp-{}-{}", name.to_string_lossy(), std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp).map_err(|e| fail(&e))?;
+    let r = fill(&mut f).and_then(|_| f.sync_all());
+    drop(f);
+    if let Err(e) = r.and_then(|_| std::fs::rename(&tmp, path)) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(fail(&e));
+    }
+    // Make the rename itself durable (best effort: not every file system
+    // lets a directory be opened and synced).
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Writes results (spec section 10's `--output`): one `.safetensors` file, or
+/// a directory of `NAME.npy` (created if missing). Each file is written with
+/// [`write_atomically`]: a failure leaves every file either as it was or
+/// complete, and no temporaries.
+pub fn write_outputs(path: &Path, named: &[(String, Tensor)]) -> Result<(), TensorError> {
+    let mkdir = |dir: &Path, what: &str| {
+        std::fs::create_dir_all(dir).map_err(|e| TensorError::Io(format!("cannot create {what}'{}': {}", dir.display(), os_msg(&e))))
+    };
+    if path.extension().is_some_and(|e| e == "safetensors") {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            mkdir(dir, "")?;
+        }
+        return write_safetensors(path, named);
+    }
+    mkdir(path, "output directory ")?;
+    for (name, t) in named {
+        write_npy(&path.join(format!("{name}.npy")), t)?;
+    }
+    Ok(())
 }
 
 // ---- .npy -------------------------------------------------------------------------
@@ -658,6 +712,51 @@ mod tests {
             &[1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0],
         );
         assert_eq!(safetensors_from_bytes(&b).unwrap(), vec![("z".to_string(), t(1)), ("a".to_string(), t(2))]);
+    }
+
+    /// The names in `dir`, sorted.
+    fn names_in(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir).unwrap().flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn a_failed_write_leaves_the_earlier_file_and_no_temporary() {
+        let dir = tmp("atomic");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("out.safetensors");
+        let first = vec![("w".to_string(), Tensor::new(vec![2], Buf::F32(vec![1.0, 2.0])))];
+        write_safetensors(&out, &first).unwrap();
+        let before = std::fs::read(&out).unwrap();
+        // A writer that gets part of the way and then finds the disk full.
+        let m = write_atomically(&out, |f| {
+            f.write_all(&before[..before.len() / 2])?;
+            Err(std::io::Error::from_raw_os_error(libc_enospc()))
+        })
+        .unwrap_err();
+        assert_eq!(m, format!("cannot write '{}': No space left on device", out.display()));
+        assert_eq!(std::fs::read(&out).unwrap(), before, "the earlier result is untouched");
+        assert_eq!(names_in(&dir), ["out.safetensors"], "no temporary is left");
+        // A successful write replaces it whole.
+        write_atomically(&out, |f| f.write_all(b"new")).unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"new");
+        assert_eq!(names_in(&dir), ["out.safetensors"]);
+        // A directory in the way (of a file in a directory of .npy outputs).
+        let npys = dir.join("npys");
+        std::fs::create_dir_all(npys.join("b.npy")).unwrap();
+        let t = Tensor::new(vec![1], Buf::I32(vec![7]));
+        let m = io_msg(write_outputs(&npys, &[("a".into(), t.clone()), ("b".into(), t.clone())]));
+        assert!(m.starts_with("cannot write '") && m.contains("b.npy") && !m.contains('\n'), "{m}");
+        assert_eq!(read_npy(&npys.join("a.npy")).unwrap(), t);
+        assert_eq!(names_in(&npys), ["a.npy", "b.npy"], "no temporary is left");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// ENOSPC on Linux.
+    fn libc_enospc() -> i32 {
+        28
     }
 
     #[test]

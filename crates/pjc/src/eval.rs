@@ -1,7 +1,7 @@
 //! `pjc eval`: gather the inputs the spec's section 10 describes, run the
 //! reference interpreter, write the outputs.
 
-use crate::{io_reason, load, Failure};
+use crate::{load, Failure};
 use pjc_ir::infer::global_type;
 use pjc_ir::{DType, FuncKind, Function, Module};
 use pjc_tensor::Tensor;
@@ -77,21 +77,10 @@ pub fn gather_inputs(m: &Module, f: &Function, input: &[String], inputs: &[PathB
     Ok(out)
 }
 
-/// Writes results: one `.safetensors` file, or a directory of `NAME.npy`.
+/// Writes results: one `.safetensors` file, or a directory of `NAME.npy`,
+/// each file atomically (an earlier result survives a failed write).
 pub fn write_outputs(path: &Path, named: &[(String, Tensor)]) -> Result<(), Failure> {
-    if path.extension().is_some_and(|e| e == "safetensors") {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| Failure::Env(format!("cannot create '{}': {}", dir.display(), io_reason(&e))))?;
-        }
-        return pjc_tensor::write_safetensors(path, named).map_err(env);
-    }
-    std::fs::create_dir_all(path)
-        .map_err(|e| Failure::Env(format!("cannot create output directory '{}': {}", path.display(), io_reason(&e))))?;
-    for (name, t) in named {
-        pjc_tensor::write_npy(&path.join(format!("{name}.npy")), t).map_err(env)?;
-    }
-    Ok(())
+    pjc_tensor::write_outputs(path, named).map_err(env)
 }
 
 pub fn run(file: &Path, entry: &str, input: &[String], inputs: &[PathBuf], output: &Path) -> Result<(), Failure> {

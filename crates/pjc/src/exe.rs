@@ -114,7 +114,8 @@ pub fn compile(m: &pjc_ir::Module, id: pjc_ir::FuncId, out: &Path, gpu_arch: &st
         Err(pjc_codegen::CodegenError::Input(m)) => return Err(Failure::Env(m)),
         Err(e) => {
             eprintln!("warning: the executable gets no GPU code and runs on CPUs only: {e}");
-            p.add(section::NO_PTX, e.to_string());
+            // `--list-devices` prints it: say that it is about the compiling machine.
+            p.add(section::NO_PTX, format!("when it was compiled: {e}"));
         }
     }
     let runner_path = find_runner()?;
@@ -125,23 +126,34 @@ pub fn compile(m: &pjc_ir::Module, id: pjc_ir::FuncId, out: &Path, gpu_arch: &st
     write_executable(out, &p.append_to(&runner))
 }
 
-/// Writes `bytes` to `out` through a temporary file in the same directory
-/// (an existing OUT is replaced whole or not at all) and makes it executable.
+/// Writes `bytes` to `out` atomically (an existing OUT is replaced whole or
+/// not at all; see `pjc_tensor::write_atomically`) and makes it executable.
 fn write_executable(out: &Path, bytes: &[u8]) -> Result<(), Failure> {
+    use std::io::Write;
     use std::os::unix::fs::PermissionsExt;
-    let err = |p: &Path, e: std::io::Error| Failure::Env(format!("cannot write '{}': {}", p.display(), crate::io_reason(&e)));
-    if out.is_dir() {
-        return Err(Failure::Env(format!("cannot write '{}': it is a directory", out.display())));
+    pjc_tensor::write_atomically(out, |f| {
+        f.write_all(bytes)?;
+        f.set_permissions(std::fs::Permissions::from_mode(0o755))
+    })
+    .map_err(Failure::Env)
+}
+
+/// `pjc devices`' line on GPU code: whether executables compiled on this
+/// machine get PTX, and when they would not, why and where pjc looked for
+/// libdevice (kernels calling math functions need it).
+pub fn gpu_code_status() -> String {
+    let cpu_only = "executables compiled here whose kernels call math functions (exp, tanh, ...) get no GPU code and run on CPUs only";
+    match pjc_codegen::ptx::find_libdevice() {
+        Some(p) if p.is_file() => format!("gpu code: executables compiled here carry PTX (libdevice: {})\n", p.display()),
+        Some(p) => format!("gpu code: {cpu_only}: PJC_LIBDEVICE is '{}', which is not a file\n", p.display()),
+        None => {
+            let venv = "lib/*/site-packages/nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc";
+            let cwd = std::env::current_dir().map(|d| d.join(".venv").join(venv).display().to_string()).unwrap_or_default();
+            let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv").join(venv);
+            format!(
+                "gpu code: {cpu_only}: libdevice.10.bc not found (PJC_LIBDEVICE is not set; looked at {cwd}, {}, /usr/local/cuda/nvvm/libdevice/libdevice.10.bc, /usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc); scripts/ptxas.sh installs it\n",
+                repo.display()
+            )
+        }
     }
-    let dir = out.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = out.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_else(|| "out".into());
-    let tmp = dir.join(format!(".{name}.pjc-tmp-{}", std::process::id()));
-    let r = std::fs::write(&tmp, bytes)
-        .and_then(|_| std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)))
-        .and_then(|_| std::fs::rename(&tmp, out));
-    if let Err(e) = r {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(err(out, e));
-    }
-    Ok(())
 }

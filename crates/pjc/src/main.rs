@@ -336,7 +336,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Cmd::Devices => {
-            print!("{}", pjc_runtime::devices::describe_machine());
+            print!("{}{}", pjc_runtime::devices::describe_machine(), exe::gpu_code_status());
             Ok(())
         }
         Cmd::Eval { file, input, inputs, output, entry } => eval::run(&file, &entry, &input, &inputs, &output),

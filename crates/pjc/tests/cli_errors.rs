@@ -142,3 +142,54 @@ fn compile_output_errors() {
     assert_eq!(o.status.code(), Some(2), "the old executable still runs and reports the missing inputs");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Runs `cmd` with a file-size limit of `kib` KiB (RLIMIT_FSIZE, set by the
+/// shell; SIGXFSZ ignored, which the child inherits), so that a write past
+/// the limit fails with EFBIG the way a full disk fails with ENOSPC: no root,
+/// no mount needed. Returns (exit code, stderr).
+fn with_file_size_limit(kib: u64, cmd: &Path, args: &[&str], cwd: &Path) -> (i32, String) {
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!("trap '' XFSZ; ulimit -f {kib}; exec \"$0\" \"$@\""))
+        .arg(cmd)
+        .args(args)
+        .current_dir(cwd)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// The names in `dir`, sorted.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir).unwrap().flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_failed_eval_output_write_keeps_the_earlier_result() {
+    // A 1 MiB result; writes past 200 KiB fail.
+    let d = tmp("atomic-eval");
+    std::fs::create_dir_all(d.join("npy")).unwrap();
+    std::fs::write(d.join("p.pir"), "func @main(%x: f32[512,512]) -> (y: f32[512,512], z: f32[512,512]) {\n  %y = add %x, %x\n  %z = mul %x, %x\n  return %y, %z\n}\n").unwrap();
+    let x = pjc_tensor::Tensor::new(vec![512, 512], pjc_tensor::Buf::F32((0..512 * 512).map(|i| i as f32).collect()));
+    pjc_tensor::write_npy(&d.join("x.npy"), &x).unwrap();
+    std::fs::write(d.join("out.safetensors"), b"the earlier result").unwrap();
+    std::fs::write(d.join("npy/y.npy"), b"earlier y").unwrap();
+    let bin = Path::new(env!("CARGO_BIN_EXE_pjc"));
+    for (out, earlier) in [("out.safetensors", "out.safetensors"), ("npy", "npy/y.npy")] {
+        let (c, e) = with_file_size_limit(200, bin, &["eval", "p.pir", "--input", "x=x.npy", "--output", out], &d);
+        one_line_error(c, &e, 2, "cannot write '");
+        assert!(e.contains("File too large"), "{e}");
+        let kept = std::fs::read(d.join(earlier)).unwrap();
+        assert!(kept.starts_with(b"the earlier result") || kept == b"earlier y", "{earlier} was overwritten ({} bytes)", kept.len());
+    }
+    assert_eq!(names_in(&d), ["npy", "out.safetensors", "p.pir", "x.npy"], "no temporaries");
+    assert_eq!(names_in(&d.join("npy")), ["y.npy"], "no temporaries, no partial z.npy");
+    // Without the limit both outputs are written whole.
+    let (c, e) = pjc(&["eval", d.join("p.pir").to_str().unwrap(), "--input", &format!("x={}", d.join("x.npy").display()), "--output", d.join("npy").to_str().unwrap()]);
+    assert_eq!(c, 0, "{e}");
+    assert_eq!(pjc_tensor::read_npy(&d.join("npy/z.npy")).unwrap().shape, [512, 512]);
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -673,3 +673,114 @@ fn the_bare_runner_and_damaged_executables_are_clear_errors() {
     assert!(err.starts_with("error:") && !err.contains("panicked"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The names in `dir`, sorted.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir).unwrap().flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_failed_output_write_keeps_the_earlier_result() {
+    // A 1 MiB result written under a 400 KiB file-size limit (RLIMIT_FSIZE
+    // with SIGXFSZ ignored: the write fails with EFBIG, as on a full disk).
+    let dir = scratch();
+    let src = "func @main(%x: f32[512,512]) -> (y: f32[512,512]) {\n  %y = add %x, %x\n  return %y\n}\n";
+    let exe = compile(&dir, "big", src, None).unwrap();
+    let x = Tensor::new(vec![512, 512], Buf::F32((0..512 * 512).map(|i| i as f32).collect()));
+    pjc_tensor::write_npy(&dir.join("x.npy"), &x).unwrap();
+    std::fs::create_dir_all(dir.join("npy")).unwrap();
+    std::fs::write(dir.join("out.safetensors"), b"the earlier result").unwrap();
+    std::fs::write(dir.join("npy/y.npy"), b"the earlier y").unwrap();
+    let before = names_in(&dir);
+    for (out, earlier) in [("out.safetensors", "out.safetensors"), ("npy", "npy/y.npy")] {
+        let o = Command::new("bash")
+            .arg("-c")
+            .arg("trap '' XFSZ; ulimit -f 400; exec \"$0\" \"$@\"")
+            .arg(&exe)
+            .args(["--input", "x=x.npy", "--device", "cpu", "--output", out])
+            .current_dir(&dir)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(lines.len(), 1, "{err}");
+        assert!(lines[0].contains("cannot write '") && lines[0].contains("File too large"), "{err}");
+        let kept = std::fs::read(dir.join(earlier)).unwrap();
+        assert!(kept.starts_with(b"the earlier"), "{earlier} was overwritten ({} bytes)", kept.len());
+    }
+    assert_eq!(names_in(&dir), before, "no temporaries");
+    assert_eq!(names_in(&dir.join("npy")), ["y.npy"], "no temporaries");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_program_too_large_for_memory_is_one_error_line() {
+    // Results of f32[100000,100000,100000] (4 * 10^15 bytes): `pjc compile -o`
+    // does not allocate them; the executable refuses before allocating.
+    let dir = scratch();
+    let one = "func @main(%x: f32[]) -> (y: f32[100000,100000,100000]) {\n  %y = broadcast %x {dims=[]} : f32[100000,100000,100000]\n  return %y\n}\n";
+    let two = "mesh [data=2]\n\nfunc @main(%x: f32[]) -> (y: f32[100000,100000,100000] on [data, _, _]) {\n  %y = broadcast %x {dims=[]} : f32[100000,100000,100000]\n  return %y\n}\n";
+    pjc_tensor::write_npy(&dir.join("x.npy"), &Tensor::new(vec![], Buf::F32(vec![1.0]))).unwrap();
+    let args = vec!["--input".to_string(), format!("x={}", dir.join("x.npy").display()), "--device".into(), "cpu".into()];
+    for (name, src, np) in [("huge1", one, None), ("huge2", two, Some(2))] {
+        let exe = compile(&dir, name, src, None).unwrap();
+        let o = launch_exe(np, &exe, &args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(lines.len(), 1, "{name}: {err}");
+        assert!(lines[0].starts_with("error: not enough memory: ") && lines[0].contains("bytes") && lines[0].contains("f32[100000,100000,100000]"), "{name}: {err}");
+        assert!(!err.contains("memory allocation") && !err.contains("panicked"), "{name}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn list_devices_and_pjc_devices_say_when_there_is_no_gpu_code_and_why() {
+    // PJC_LIBDEVICE naming a missing file: the machine has no libdevice.
+    let dir = scratch();
+    let missing = dir.join("no/libdevice.10.bc");
+    let no_lib = [("PJC_LIBDEVICE", missing.display().to_string())];
+    let src = "func @main(%x: f32[8]) -> (y: f32[8]) {\n  %y = tanh %x\n  return %y\n}\n";
+    let plain = "func @main(%x: f32[8]) -> (y: f32[8]) {\n  %y = add %x, %x\n  return %y\n}\n";
+    let mut exes = vec![];
+    for (name, text) in [("math", src), ("plain", plain)] {
+        std::fs::write(dir.join(format!("{name}.pir")), text).unwrap();
+        let exe = dir.join(format!("{name}.bin"));
+        let o = Command::new(env!("CARGO_BIN_EXE_pjc")).arg("compile").arg(dir.join(format!("{name}.pir"))).arg("-o").arg(&exe).envs(no_lib.clone()).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{err}");
+        assert_eq!(err.contains("warning: the executable gets no GPU code"), name == "math", "{name}: {err}");
+        exes.push(exe);
+    }
+    let list = |exe: &Path| {
+        let o = launch_exe(None, exe, &["--list-devices".to_string()]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let out = list(&exes[0]);
+    let line = out.lines().find(|l| l.starts_with("gpu code: ")).unwrap_or_else(|| panic!("no gpu code line:\n{out}"));
+    assert!(line.starts_with("gpu code: none, this executable runs on CPUs only (when it was compiled: "), "{out}");
+    assert!(line.contains(&format!("cannot read libdevice '{}'", missing.display())), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("rank 0: ") && l.contains("not CUDA: the executable has no GPU code")), "{out}");
+    // Kernels without math functions need no libdevice: PTX all the same.
+    let out = list(&exes[1]);
+    assert!(out.lines().any(|l| l.starts_with("gpu code: PTX for sm_")), "{out}");
+    // `pjc devices` says what executables compiled here get.
+    let o = Command::new(env!("CARGO_BIN_EXE_pjc")).arg("devices").envs(no_lib.clone()).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}");
+    let line = out.lines().find(|l| l.starts_with("gpu code: ")).unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains("run on CPUs only") && line.contains(&format!("PJC_LIBDEVICE is '{}', which is not a file", missing.display())), "{out}");
+    let o = Command::new(env!("CARGO_BIN_EXE_pjc")).arg("devices").env_remove("PJC_LIBDEVICE").output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line = out.lines().find(|l| l.starts_with("gpu code: ")).unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains("carry PTX (libdevice: ") || line.contains("libdevice.10.bc not found (PJC_LIBDEVICE is not set; looked at "), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -110,6 +110,18 @@ impl Setup {
         Setup { dir, exe4, exe2 }
     }
 
+    /// The inputs and the 4-process build only.
+    fn four() -> Setup {
+        let dir = scratch();
+        let mut seed = 0x1234_5678_9abc_def1u64;
+        for (n, shape) in [("w1", vec![256, 256]), ("w2", vec![256, 32]), ("x", vec![200, 256]), ("y", vec![200, 32])] {
+            let scale = if n.starts_with('w') { 0.1 } else { 1.0 };
+            pjc_tensor::write_npy(&dir.join(format!("{n}.npy")), &random(shape, &mut seed, scale)).unwrap();
+        }
+        let exe4 = compile(&dir, "train4.bin", "data=4");
+        Setup { dir, exe2: exe4.clone(), exe4 }
+    }
+
     fn p(&self, n: &str) -> String {
         self.dir.join(n).display().to_string()
     }
@@ -327,4 +339,76 @@ fn list_devices_names_every_rank() {
     assert!(o.status.success() && out.contains("cpu: ") && out.contains("gpus: ") || out.contains("GPU 0"), "{out}");
     let _ = std::fs::remove_dir_all(&s.dir);
     let _ = TensorType::new(DType::F32, vec![]);
+}
+
+/// CRC-32 (IEEE), as the checkpoint manifest records it.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut c = !0u32;
+    for &b in bytes {
+        c ^= b as u32;
+        for _ in 0..8 {
+            c = if c & 1 != 0 { (c >> 1) ^ 0xedb8_8320 } else { c >> 1 };
+        }
+    }
+    !c
+}
+
+/// Replaces `file` of checkpoint `step_dir` with `bytes`, and updates the
+/// manifest's size and checksum to match (damage no checksum can see).
+fn replace_shard(step_dir: &Path, file: &str, bytes: &[u8]) {
+    std::fs::write(step_dir.join(file), bytes).unwrap();
+    let mpath = step_dir.join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&mpath).unwrap()).unwrap();
+    m["files"][file]["bytes"] = serde_json::json!(bytes.len());
+    m["files"][file]["crc32"] = serde_json::json!(crc32(bytes));
+    std::fs::write(&mpath, serde_json::to_string_pretty(&m).unwrap()).unwrap();
+}
+
+#[test]
+fn resume_skips_shards_of_the_wrong_shape_and_garbage_with_a_matching_checksum() {
+    let s = Setup::four();
+    let ck = s.p("ck");
+    let o = run(4, &s.exe4, &s.args(12, "p.safetensors", &["--checkpoint", &ck, "--checkpoint-every", "4"]));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let ck = PathBuf::from(ck);
+    // Step 12: a valid safetensors file whose w1 has the wrong shape.
+    let st = |w1: Vec<usize>| {
+        let mut seed = 5u64;
+        pjc_tensor::safetensors_bytes(&[("w1".into(), random(w1, &mut seed, 0.1)), ("w2".into(), random(vec![256, 32], &mut seed, 0.1))]).unwrap()
+    };
+    replace_shard(&ck.join("step-00000012"), "rank0.safetensors", &st(vec![128, 256]));
+    // Step 8: rank 0's file cut in half, rank 1's garbage.
+    let half = std::fs::read(ck.join("step-00000008/rank0.safetensors")).unwrap();
+    replace_shard(&ck.join("step-00000008"), "rank0.safetensors", &half[..half.len() / 2]);
+    replace_shard(&ck.join("step-00000008"), "rank1.safetensors", b"garbage garbage garbage garbage");
+    let o = run(4, &s.exe4, &s.args(12, "r.safetensors", &["--checkpoint", ck.to_str().unwrap(), "--resume"]));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "exit {:?}:\n{err}", o.status.code());
+    assert!(!err.contains("panicked"), "{err}");
+    let line = |step: &str| err.lines().find(|l| l.starts_with("pjc: not loading checkpoint") && l.contains(step)).unwrap_or_else(|| panic!("{step} not skipped:\n{err}"));
+    assert!(line("step-00000012").ends_with("rank0.safetensors's block of 'w1' is f32[128,256], its manifest says f32[256,256]"), "{err}");
+    assert!(line("step-00000008").contains("is not a valid .safetensors file"), "{err}");
+    assert!(err.contains("resuming from") && err.contains("step-00000004"), "{err}");
+    // Steps 4..12 again: bitwise the uninterrupted run's results.
+    assert_eq!(bits(&s.read("r.safetensors")), bits(&s.read("p.safetensors")));
+    let _ = std::fs::remove_dir_all(&s.dir);
+}
+
+#[test]
+fn a_failed_checkpoint_leaves_no_temporary_directory() {
+    let s = Setup::four();
+    // A file where the checkpoint of step 4 is to be published: the rename
+    // fails after every rank has written its shard.
+    let ck = PathBuf::from(s.p("ck"));
+    std::fs::create_dir_all(&ck).unwrap();
+    std::fs::write(ck.join("step-00000004"), b"in the way").unwrap();
+    let o = run(4, &s.exe4, &s.args(4, "p.safetensors", &["--checkpoint", ck.to_str().unwrap()]));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && !err.contains("panicked"), "{err}");
+    assert_eq!(err.lines().filter(|l| l.starts_with("error:")).count(), 1, "{err}");
+    assert!(err.contains("step-00000004"), "{err}");
+    let left: Vec<String> = std::fs::read_dir(&ck).unwrap().flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect();
+    assert_eq!(left, ["step-00000004"], "a temporary checkpoint directory is left");
+    assert_eq!(std::fs::read(ck.join("step-00000004")).unwrap(), b"in the way");
+    let _ = std::fs::remove_dir_all(&s.dir);
 }

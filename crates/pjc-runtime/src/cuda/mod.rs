@@ -287,7 +287,7 @@ impl CudaBackend {
 
     fn alloc_buffers(&mut self) -> Result<(), RuntimeError> {
         for b in &self.plan.buffers {
-            let m = CudaBackend::alloc(b.bytes() as usize)?;
+            let m = CudaBackend::alloc(b.bytes() as usize).map_err(|e| RuntimeError::Env(format!("not enough GPU memory for buffer %{} ({}): {e}", b.name, b.ty)))?;
             self.bufs.push(m);
         }
         for (i, b) in self.plan.buffers.iter().enumerate() {

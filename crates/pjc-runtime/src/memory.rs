@@ -1,0 +1,97 @@
+//! Host memory the program implies, checked before anything is allocated:
+//! a plan whose buffers (or whose gathered results, on rank 0) cannot fit is
+//! one `error:` line naming the largest part and the bytes needed, not an
+//! allocator abort (docs/executable.md).
+
+use crate::exe::{DeviceChoice, Program};
+use crate::world::World;
+use crate::RuntimeError;
+use pjc_ir::TensorType;
+
+/// Bytes of an array of type `ty`; `None` past 2^64.
+fn bytes_of(ty: &TensorType) -> Option<u64> {
+    ty.shape.iter().try_fold(ty.dtype.size_bytes() as u64, |a, &d| a.checked_mul(d))
+}
+
+fn show(n: Option<u64>) -> String {
+    n.map_or_else(|| "more than 2^64".to_string(), |n| n.to_string())
+}
+
+/// A `KEY: N kB` line of /proc/meminfo, in bytes.
+fn meminfo(text: &str, key: &str) -> Option<u64> {
+    let l = text.lines().find(|l| l.starts_with(key) && l[key.len()..].starts_with(':'))?;
+    let kb: u64 = l[key.len() + 1..].trim().trim_end_matches("kB").trim().parse().ok()?;
+    kb.checked_mul(1024)
+}
+
+/// What the system can still give: MemAvailable plus free swap, capped by
+/// the cgroup's limit (v2) when there is one. `None` when unknown.
+pub fn available_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let mut avail = meminfo(&text, "MemAvailable")?.saturating_add(meminfo(&text, "SwapFree").unwrap_or(0));
+    let read = |p: &str| std::fs::read_to_string(p).ok().and_then(|s| s.trim().parse::<u64>().ok());
+    if let (Some(max), Some(cur)) = (read("/sys/fs/cgroup/memory.max"), read("/sys/fs/cgroup/memory.current")) {
+        avail = avail.min(max.saturating_sub(cur));
+    }
+    Some(avail)
+}
+
+/// The parts of this rank's host memory: (what, bytes).
+pub fn needs(world: &World, p: &Program, kind: DeviceChoice) -> Vec<(String, Option<u64>)> {
+    let mut parts = vec![];
+    if kind != DeviceChoice::Cuda {
+        for b in &p.plan.buffers {
+            parts.push((format!("buffer %{} ({})", b.name, b.ty), bytes_of(&b.ty)));
+        }
+    }
+    if world.rank() == 0 {
+        // The results are gathered here: every rank's block, then the array.
+        for (k, r) in p.spmd.results.iter().enumerate() {
+            let g = pjc_ir::infer::global_type(&r.ty, r.sharding.as_ref(), &p.mesh);
+            let blocks = bytes_of(&r.ty).and_then(|n| n.checked_mul(world.size() as u64));
+            let both = bytes_of(&g).zip(blocks).and_then(|(a, b)| a.checked_add(b));
+            parts.push((format!("gathering result '{}' ({g})", p.spmd.result_name(k)), both));
+        }
+    }
+    parts
+}
+
+/// Fails when this rank's memory cannot fit: the total is past 2^64, or
+/// more than this machine has available for each of its processes.
+pub fn check(world: &World, p: &Program, kind: DeviceChoice) -> Result<(), RuntimeError> {
+    let mut parts = needs(world, p, kind);
+    // GPU buffers are the GPU's to refuse, but their sizes must be numbers.
+    parts.extend(p.plan.buffers.iter().filter(|b| kind == DeviceChoice::Cuda && bytes_of(&b.ty).is_none()).map(|b| (format!("buffer %{} ({})", b.name, b.ty), None)));
+    let total = parts.iter().try_fold(0u64, |a, (_, n)| n.and_then(|n| a.checked_add(n)));
+    let avail = available_bytes().map(|a| a / world.local_size() as u64);
+    let fits = match (total, avail) {
+        (None, _) => false,
+        (Some(t), Some(a)) => t <= a,
+        (Some(_), None) => true,
+    };
+    if fits {
+        return Ok(());
+    }
+    let (what, n) = parts.iter().max_by_key(|(_, n)| n.unwrap_or(u64::MAX)).cloned().unwrap_or_default();
+    let has = match avail {
+        Some(a) if world.local_size() > 1 => format!("this machine has {a} bytes available for each of its {} processes", world.local_size()),
+        Some(a) => format!("this machine has {a} bytes available"),
+        None => "no machine has that much".to_string(),
+    };
+    Err(RuntimeError::Env(format!("not enough memory: the program needs {} bytes on this process (the largest part, {what}, needs {} bytes), but {has}", show(total), show(n))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meminfo_lines() {
+        let t = "MemTotal:       16000000 kB\nMemAvailable:    8000000 kB\nSwapFree:              0 kB\n";
+        assert_eq!(meminfo(t, "MemAvailable"), Some(8_192_000_000));
+        assert_eq!(meminfo(t, "Mem"), None);
+        assert_eq!(bytes_of(&TensorType::new(pjc_ir::DType::F32, vec![100000, 100000, 100000])), Some(4_000_000_000_000_000));
+        assert_eq!(bytes_of(&TensorType::new(pjc_ir::DType::F64, vec![1 << 40, 1 << 30])), None);
+        assert!(available_bytes().is_some_and(|a| a > 0));
+    }
+}
