@@ -767,12 +767,17 @@ pub fn target_machine(arch: &str) -> Result<TargetMachine, CodegenError> {
         .ok_or_else(|| CodegenError::Llvm(format!("LLVM cannot target NVPTX {arch}")))
 }
 
-/// Where libdevice is: `PJC_LIBDEVICE`, else the project's `.venv` (pip
-/// package `nvidia-cuda-nvcc-cu12`), else a CUDA installation.
-pub fn find_libdevice() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("PJC_LIBDEVICE") {
-        return Some(PathBuf::from(p));
-    }
+/// libdevice inside a Python environment's `lib/pythonX.Y/` (pip package
+/// `nvidia-cuda-nvcc-cu12`).
+const LIBDEVICE_IN_VENV: &str = "site-packages/nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc";
+
+/// CUDA installations' libdevice.
+const LIBDEVICE_SYSTEM: [&str; 2] =
+    ["/usr/local/cuda/nvvm/libdevice/libdevice.10.bc", "/usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc"];
+
+/// The Python environments searched: `.venv` in the current directory, then
+/// the repository's (for a pjc built from it).
+fn venv_roots() -> Vec<PathBuf> {
     let mut roots = vec![];
     if let Ok(cwd) = std::env::current_dir() {
         roots.push(cwd.join(".venv"));
@@ -780,29 +785,36 @@ pub fn find_libdevice() -> Option<PathBuf> {
     if let Some(dir) = option_env!("CARGO_MANIFEST_DIR") {
         roots.push(PathBuf::from(dir).join("../../.venv"));
     }
-    for root in roots {
-        let lib = root.join("lib");
-        let Ok(rd) = std::fs::read_dir(&lib) else {
+    roots
+}
+
+/// Where [`find_libdevice`] looks when `PJC_LIBDEVICE` is not set, in order
+/// (for messages).
+pub fn libdevice_places() -> Vec<String> {
+    let mut places: Vec<String> =
+        venv_roots().iter().map(|r| r.join("lib/*").join(LIBDEVICE_IN_VENV).display().to_string()).collect();
+    places.extend(LIBDEVICE_SYSTEM.iter().map(|p| p.to_string()));
+    places
+}
+
+/// Where libdevice is: `PJC_LIBDEVICE`, else the project's `.venv` (pip
+/// package `nvidia-cuda-nvcc-cu12`), else a CUDA installation.
+pub fn find_libdevice() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("PJC_LIBDEVICE") {
+        return Some(PathBuf::from(p));
+    }
+    for root in venv_roots() {
+        let Ok(rd) = std::fs::read_dir(root.join("lib")) else {
             continue;
         };
         for e in rd.flatten() {
-            let p = e
-                .path()
-                .join("site-packages/nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc");
+            let p = e.path().join(LIBDEVICE_IN_VENV);
             if p.is_file() {
                 return Some(p);
             }
         }
     }
-    for p in [
-        "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc",
-        "/usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc",
-    ] {
-        if std::path::Path::new(p).is_file() {
-            return Some(PathBuf::from(p));
-        }
-    }
-    None
+    LIBDEVICE_SYSTEM.iter().map(PathBuf::from).find(|p| p.is_file())
 }
 
 fn uses_libdevice(m: &Module<'_>) -> bool {

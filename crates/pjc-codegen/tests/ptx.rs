@@ -184,7 +184,7 @@ fn unknown_arch_is_an_error() {
         common::program("func @main(%a: f32[4]) -> (r: f32[4]) {\n  %r = neg %a\n  return %r\n}\n");
     let e = pjc_codegen::emit_ptx(&plan, "gfx90a").unwrap_err();
     assert!(
-        e.to_string().contains("unknown GPU architecture 'gfx90a'"),
+        e.to_string().contains("unsupported GPU architecture 'gfx90a'"),
         "{e}"
     );
 }

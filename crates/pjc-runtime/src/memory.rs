@@ -17,25 +17,6 @@ fn show(n: Option<u64>) -> String {
     n.map_or_else(|| "more than 2^64".to_string(), |n| n.to_string())
 }
 
-/// A `KEY: N kB` line of /proc/meminfo, in bytes.
-fn meminfo(text: &str, key: &str) -> Option<u64> {
-    let l = text.lines().find(|l| l.starts_with(key) && l[key.len()..].starts_with(':'))?;
-    let kb: u64 = l[key.len() + 1..].trim().trim_end_matches("kB").trim().parse().ok()?;
-    kb.checked_mul(1024)
-}
-
-/// What the system can still give: MemAvailable plus free swap, capped by
-/// the cgroup's limit (v2) when there is one. `None` when unknown.
-pub fn available_bytes() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let mut avail = meminfo(&text, "MemAvailable")?.saturating_add(meminfo(&text, "SwapFree").unwrap_or(0));
-    let read = |p: &str| std::fs::read_to_string(p).ok().and_then(|s| s.trim().parse::<u64>().ok());
-    if let (Some(max), Some(cur)) = (read("/sys/fs/cgroup/memory.max"), read("/sys/fs/cgroup/memory.current")) {
-        avail = avail.min(max.saturating_sub(cur));
-    }
-    Some(avail)
-}
-
 /// The parts of this rank's host memory: (what, bytes).
 pub fn needs(world: &World, p: &Program, kind: DeviceChoice) -> Vec<(String, Option<u64>)> {
     let mut parts = vec![];
@@ -63,7 +44,7 @@ pub fn check(world: &World, p: &Program, kind: DeviceChoice) -> Result<(), Runti
     // GPU buffers are the GPU's to refuse, but their sizes must be numbers.
     parts.extend(p.plan.buffers.iter().filter(|b| kind == DeviceChoice::Cuda && bytes_of(&b.ty).is_none()).map(|b| (format!("buffer %{} ({})", b.name, b.ty), None)));
     let total = parts.iter().try_fold(0u64, |a, (_, n)| n.and_then(|n| a.checked_add(n)));
-    let avail = available_bytes().map(|a| a / world.local_size() as u64);
+    let avail = pjc_tensor::available_memory().map(|a| a / world.local_size() as u64);
     let fits = match (total, avail) {
         (None, _) => false,
         (Some(t), Some(a)) => t <= a,
@@ -86,12 +67,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn meminfo_lines() {
-        let t = "MemTotal:       16000000 kB\nMemAvailable:    8000000 kB\nSwapFree:              0 kB\n";
-        assert_eq!(meminfo(t, "MemAvailable"), Some(8_192_000_000));
-        assert_eq!(meminfo(t, "Mem"), None);
+    fn array_bytes_overflow_is_none() {
         assert_eq!(bytes_of(&TensorType::new(pjc_ir::DType::F32, vec![100000, 100000, 100000])), Some(4_000_000_000_000_000));
         assert_eq!(bytes_of(&TensorType::new(pjc_ir::DType::F64, vec![1 << 40, 1 << 30])), None);
-        assert!(available_bytes().is_some_and(|a| a > 0));
     }
 }

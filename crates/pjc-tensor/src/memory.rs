@@ -1,38 +1,37 @@
-//! How much memory this machine can give a process now: what the interpreter
-//! and the executables compare the sizes a program implies against before
-//! allocating (a failed allocation aborts a Rust process; a check first turns
-//! it into one clear error).
+//! How much memory this machine can still give: what the interpreter and the
+//! executables compare the sizes a program implies against before allocating
+//! (a failed allocation aborts a Rust process; a check first turns it into one
+//! clear error).
 
-/// Bytes available to this process: the kernel's `MemAvailable`, lowered to
-/// the cgroup (v2) limit's remaining room when one is set (containers, Slurm
-/// jobs). `None` where neither can be read (not Linux).
+/// A `KEY: N kB` line of /proc/meminfo, in bytes.
+fn meminfo(text: &str, key: &str) -> Option<u64> {
+    let l = text.lines().find(|l| l.starts_with(key) && l[key.len()..].starts_with(':'))?;
+    let kb: u64 = l[key.len() + 1..].trim().trim_end_matches("kB").trim().parse().ok()?;
+    kb.checked_mul(1024)
+}
+
+/// MemAvailable plus free swap, capped by the cgroup (v2) limit's remaining
+/// room when one is set (containers, Slurm jobs). `None` when unknown (not
+/// Linux).
 pub fn available_memory() -> Option<u64> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").ok().and_then(|s| {
-        s.lines()
-            .find_map(|l| l.strip_prefix("MemAvailable:"))
-            .and_then(|r| r.trim().strip_suffix("kB"))
-            .and_then(|kb| kb.trim().parse::<u64>().ok())
-            .map(|kb| kb.saturating_mul(1024))
-    });
-    let read = |name: &str| std::fs::read_to_string(format!("/sys/fs/cgroup/{name}")).ok();
-    let cgroup = match (read("memory.max"), read("memory.current")) {
-        (Some(max), Some(cur)) => match (max.trim().parse::<u64>(), cur.trim().parse::<u64>()) {
-            (Ok(max), Ok(cur)) => Some(max.saturating_sub(cur)),
-            _ => None, // "max": no limit
-        },
-        _ => None,
-    };
-    match (meminfo, cgroup) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let mut avail = meminfo(&text, "MemAvailable")?.saturating_add(meminfo(&text, "SwapFree").unwrap_or(0));
+    let read = |p: &str| std::fs::read_to_string(p).ok().and_then(|s| s.trim().parse::<u64>().ok());
+    if let (Some(max), Some(cur)) = (read("/sys/fs/cgroup/memory.max"), read("/sys/fs/cgroup/memory.current")) {
+        avail = avail.min(max.saturating_sub(cur));
     }
+    Some(avail)
 }
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
-    fn this_linux_machine_reports_some_memory() {
-        let m = super::available_memory().expect("Linux has /proc/meminfo");
-        assert!(m > 1 << 20, "{m}");
+    fn meminfo_lines() {
+        let t = "MemTotal:       16000000 kB\nMemAvailable:    8000000 kB\nSwapFree:              0 kB\n";
+        assert_eq!(meminfo(t, "MemAvailable"), Some(8_192_000_000));
+        assert_eq!(meminfo(t, "Mem"), None);
+        assert!(available_memory().is_some_and(|a| a > 1 << 20));
     }
 }

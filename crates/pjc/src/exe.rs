@@ -146,14 +146,9 @@ pub fn gpu_code_status() -> String {
     match pjc_codegen::ptx::find_libdevice() {
         Some(p) if p.is_file() => format!("gpu code: executables compiled here carry PTX (libdevice: {})\n", p.display()),
         Some(p) => format!("gpu code: {cpu_only}: PJC_LIBDEVICE is '{}', which is not a file\n", p.display()),
-        None => {
-            let venv = "lib/*/site-packages/nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc";
-            let cwd = std::env::current_dir().map(|d| d.join(".venv").join(venv).display().to_string()).unwrap_or_default();
-            let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv").join(venv);
-            format!(
-                "gpu code: {cpu_only}: libdevice.10.bc not found (PJC_LIBDEVICE is not set; looked at {cwd}, {}, /usr/local/cuda/nvvm/libdevice/libdevice.10.bc, /usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc); scripts/ptxas.sh installs it\n",
-                repo.display()
-            )
-        }
+        None => format!(
+            "gpu code: {cpu_only}: libdevice.10.bc not found (PJC_LIBDEVICE is not set; looked at {}); scripts/ptxas.sh installs it\n",
+            pjc_codegen::ptx::libdevice_places().join(", ")
+        ),
     }
 }
