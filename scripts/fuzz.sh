@@ -108,7 +108,7 @@ for t in "${targets[@]}"; do
         line="$line -- FAILED (exit $rc): ${cause:-see the log}; artifact: ${artifact:-none}"
         failed+=("$t")
         echo "fuzz: !!! $t FAILED (exit $rc); log $log" >&2
-        [ -n "$artifact" ] && echo "fuzz: !!! artifact: $artifact (reproduce: cargo fuzz run --fuzz-dir fuzz $t $artifact)" >&2
+        [ -n "$artifact" ] && echo "fuzz: !!! artifact: $artifact (reproduce: ${cargo[*]} fuzz run --fuzz-dir fuzz $t $artifact)" >&2
     fi
     echo "fuzz: $line"
     summary+=("$line")
