@@ -28,7 +28,7 @@ use pjc_ir::{FuncId, Function, Module};
 // No input-size guard: no stage allocates by shape (literals are as long as
 // their text, splats are scalars, the pipeline never creates tensors), so huge
 // declared shapes cost nothing and are fair game: byte sizes and offsets are
-// computed from them (see docs/fuzzing.md, bug 13).
+// computed from them (docs/fuzzing.md, bugs 13-16).
 
 fn trace(stage: &str) {
     if std::env::var_os("PJC_FUZZ_TRACE").is_some() {
