@@ -22,6 +22,13 @@ fn align(x: u64) -> u64 {
     x.div_ceil(ALIGN) * ALIGN
 }
 
+/// A buffer's size in the arena (at least one byte, aligned), if it fits in
+/// u64. `plan` checks that these sizes, summed over all buffers, fit, so the
+/// placement arithmetic below cannot overflow.
+pub(crate) fn aligned_size(bytes: u64) -> Option<u64> {
+    bytes.max(1).div_ceil(ALIGN).checked_mul(ALIGN)
+}
+
 /// Buffers read and written by a step.
 fn step_io(s: &Step) -> (Vec<usize>, Vec<usize>) {
     match s {

@@ -35,8 +35,10 @@ pub struct Buffer {
 }
 
 impl Buffer {
+    /// Byte size. `plan` only builds plans whose buffers (aligned, all
+    /// together) fit in u64; saturates otherwise.
     pub fn bytes(&self) -> u64 {
-        self.ty.num_elements() * self.ty.dtype.size_bytes() as u64
+        exact_bytes(&self.ty).unwrap_or(u64::MAX)
     }
 }
 
@@ -122,8 +124,21 @@ fn replicates(op: Opcode) -> bool {
 /// depth independent of the program's length.
 pub const MAX_FUSION_DEPTH: usize = 256;
 
+/// The byte size of a tensor of type `t`, if it fits in u64.
+fn exact_bytes(t: &TensorType) -> Option<u64> {
+    if t.shape.contains(&0) {
+        return Some(0);
+    }
+    t.shape.iter().try_fold(t.dtype.size_bytes() as u64, |a, &d| a.checked_mul(d))
+}
+
 /// Builds the plan of `f` (a single-device `func` or a per-device `spmd func`
 /// without calls or transforms).
+///
+/// A program with a value of more than 2^64 bytes, or whose buffers together
+/// (as `plan_memory` aligns them) exceed 2^64 bytes, has no plan: byte sizes,
+/// arena offsets and the peak are u64, and loop extents and strides are derived
+/// from the shapes.
 pub fn plan(f: &Function) -> Result<Plan, PlanError> {
     // Uses of each value.
     let mut users: HashMap<Value, Vec<Opcode>> = HashMap::new();
@@ -162,6 +177,17 @@ pub fn plan(f: &Function) -> Result<Plan, PlanError> {
             || d >= MAX_FUSION_DEPTH;
         materialize.insert(v, need);
         depth.insert(v, if need { 0 } else { d });
+    }
+    let mut total: u64 = 0;
+    for (v, d) in f.values.iter() {
+        let too_big = || PlanError(format!("unsupported: %{} ({}) needs more than 2^64 bytes per device", d.name, d.ty));
+        let bytes = exact_bytes(&d.ty).ok_or_else(too_big)?;
+        if materialize.get(&v).copied().unwrap_or(false) {
+            let aligned = crate::memory::aligned_size(bytes).ok_or_else(too_big)?;
+            total = total.checked_add(aligned).ok_or_else(|| {
+                PlanError(format!("unsupported: the buffers of @{} together need more than 2^64 bytes per device", f.name))
+            })?;
+        }
     }
     let mut p = Planner { f, buffers: vec![], steps: vec![], buffer_of: HashMap::new(), materialize };
     let params: Vec<usize> = f

@@ -42,8 +42,9 @@ fn key_of(f: &Function, i: Inst, varying: &HashMap<Value, pjc_ir::replication::A
     Some(Key { axes, kind, dtype: f.values[d.results[0]].ty.dtype, varying })
 }
 
+/// Saturating: a type may have more than 2^64 bytes (never combined then).
 fn bytes(t: &TensorType) -> u64 {
-    t.num_elements() * t.dtype.size_bytes() as u64
+    t.num_elements().saturating_mul(t.dtype.size_bytes() as u64)
 }
 
 /// The most groups of one key open at a time.
@@ -65,7 +66,7 @@ fn find_group(f: &Function) -> Option<Vec<Inst>> {
         if let Some(key) = key_of(f, i, &varying) {
             let size = bytes(&f.values[d.results[0]].ty);
             let operand = d.operands[0];
-            match open.iter_mut().find(|g| g.key == key && !g.dependents.contains(&operand) && g.bytes + size <= COMBINE_LIMIT_BYTES) {
+            match open.iter_mut().find(|g| g.key == key && !g.dependents.contains(&operand) && g.bytes.saturating_add(size) <= COMBINE_LIMIT_BYTES) {
                 Some(g) => {
                     g.members.push(i);
                     g.bytes += size;

@@ -106,15 +106,20 @@ impl Partitioner<'_> {
     pub(crate) fn record(&mut self, r: Value, op: Collective, axes: Vec<String>, reason: String) {
         let n = self.mesh.group_size(axes.iter().map(|a| a.as_str()));
         let ty = self.ty(r).clone();
-        let size = ty.num_elements() * ty.dtype.size_bytes() as u64;
+        // Saturating: a program may declare more than 2^64 bytes (the planner
+        // rejects it later); the estimate must not overflow on the way.
+        let size = ty.num_elements().saturating_mul(ty.dtype.size_bytes() as u64);
         let ValueDef::Result(inst, _) = self.out.values[r].def else { unreachable!() };
         let operand_ty = self.ty(self.out.insts[inst].operands[0]).clone();
-        let operand_size = operand_ty.num_elements() * operand_ty.dtype.size_bytes() as u64;
+        let operand_size = operand_ty.num_elements().saturating_mul(operand_ty.dtype.size_bytes() as u64);
+        let ring = |k: u128, s: u64| {
+            (k * (n as u128 - 1)).checked_mul(s as u128).and_then(|x| u64::try_from(x / n as u128).ok()).unwrap_or(u64::MAX)
+        };
         let bytes = match op {
-            Collective::AllReduce => 2 * (n - 1) * size / n,
-            Collective::AllGather => (n - 1) * size / n,
-            Collective::ReduceScatter => (n - 1) * operand_size / n,
-            Collective::AllToAll => (n - 1) * size / n,
+            Collective::AllReduce => ring(2, size),
+            Collective::AllGather => ring(1, size),
+            Collective::ReduceScatter => ring(1, operand_size),
+            Collective::AllToAll => ring(1, size),
             Collective::CollectivePermute => size,
         };
         self.out.insts[inst].comments.eol = Some(format!(" {reason}"));

@@ -244,7 +244,7 @@ fn explain_collectives(cs: &[pjc_partition::Inserted]) -> String {
         out.push_str("  none\n");
         return out;
     }
-    let total: u64 = cs.iter().map(|c| c.bytes_per_device).sum();
+    let total: u64 = cs.iter().fold(0u64, |a, c| a.saturating_add(c.bytes_per_device));
     for c in cs {
         let _ = writeln!(
             out,

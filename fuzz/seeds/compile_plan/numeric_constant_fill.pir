@@ -1,0 +1,20 @@
+func @main() -> (a: f32[3,4], b: i32[2,3], c: pred[3], d: f64[2], e: bf16[2], f: u8[4], g: f16[3], h: i64[], k: u64[2], m: f32[2], n: f16[], o: f32[], q: f64[], r: bf16[2,2], s: pred[], t: f64[2], u: f16[3]) {
+  %a = constant 1.5 : f32[3,4]
+  %b = constant -7 : i32[2,3]
+  %c = constant true : pred[3]
+  %d = constant 3 : f64[2]
+  %e = constant 0.1 : bf16[2]
+  %f = constant 255 : u8[4]
+  %g = constant 65504.0 : f16[3]
+  %h = constant -9223372036854775808 : i64[]
+  %k = constant 18446744073709551615 : u64[2]
+  %m = constant -0.0 : f32[2]
+  %n = constant 1e-7 : f16[]
+  %o = constant 2.5e-3 : f32[]
+  %q = constant 1e-3 : f64[]
+  %r = constant -2 : bf16[2,2]
+  %s = constant false : pred[]
+  %t = constant -inf : f64[2]
+  %u = constant 0 : f16[3]
+  return %a, %b, %c, %d, %e, %f, %g, %h, %k, %m, %n, %o, %q, %r, %s, %t, %u
+}

@@ -1,0 +1,20 @@
+func @main(%x: f32[4,9], %g: f32[9], %b: f32[9]) -> (y: f32[4,9], mean: f32[4]) {
+  %s = reduce %x {dims=[1], kind=sum} : f32[4]
+  %n = constant 9.0 : f32[4]
+  %mean = div %s, %n : f32[4]
+  %mb = broadcast %mean {dims=[0]} : f32[4,9]
+  %xc = sub %x, %mb : f32[4,9]
+  %sq = mul %xc, %xc : f32[4,9]
+  %vs = reduce %sq {dims=[1], kind=sum} : f32[4]
+  %var = div %vs, %n : f32[4]
+  %eps = constant 1e-5 : f32[4]
+  %ve = add %var, %eps : f32[4]
+  %r = rsqrt %ve : f32[4]
+  %rb = broadcast %r {dims=[0]} : f32[4,9]
+  %xn = mul %xc, %rb : f32[4,9]
+  %gb = broadcast %g {dims=[1]} : f32[4,9]
+  %bb = broadcast %b {dims=[1]} : f32[4,9]
+  %y0 = mul %xn, %gb : f32[4,9]
+  %y = add %y0, %bb : f32[4,9]
+  return %y, %mean
+}

@@ -1,0 +1,6 @@
+// RUN: pjc check %s --entry step
+// With --entry, the module needs no @main.
+func @step(%w: f32[4], %g: f32[4]) -> (w: f32[4]) {
+  %w2 = sub %w, %g
+  return %w2
+}
