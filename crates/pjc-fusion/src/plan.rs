@@ -38,7 +38,7 @@ impl Buffer {
     /// Byte size. `plan` only builds plans whose buffers (aligned, all
     /// together) fit in u64; saturates otherwise.
     pub fn bytes(&self) -> u64 {
-        exact_bytes(&self.ty).unwrap_or(u64::MAX)
+        self.ty.bytes()
     }
 }
 
@@ -124,14 +124,6 @@ fn replicates(op: Opcode) -> bool {
 /// depth independent of the program's length.
 pub const MAX_FUSION_DEPTH: usize = 256;
 
-/// The byte size of a tensor of type `t`, if it fits in u64.
-fn exact_bytes(t: &TensorType) -> Option<u64> {
-    if t.shape.contains(&0) {
-        return Some(0);
-    }
-    t.shape.iter().try_fold(t.dtype.size_bytes() as u64, |a, &d| a.checked_mul(d))
-}
-
 /// Builds the plan of `f` (a single-device `func` or a per-device `spmd func`
 /// without calls or transforms).
 ///
@@ -181,7 +173,7 @@ pub fn plan(f: &Function) -> Result<Plan, PlanError> {
     let mut total: u64 = 0;
     for (v, d) in f.values.iter() {
         let too_big = || PlanError(format!("unsupported: %{} ({}) needs more than 2^64 bytes per device", d.name, d.ty));
-        let bytes = exact_bytes(&d.ty).ok_or_else(too_big)?;
+        let bytes = d.ty.checked_bytes().ok_or_else(too_big)?;
         if materialize.get(&v).copied().unwrap_or(false) {
             let aligned = crate::memory::aligned_size(bytes).ok_or_else(too_big)?;
             total = total.checked_add(aligned).ok_or_else(|| {

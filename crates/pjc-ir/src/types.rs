@@ -55,6 +55,19 @@ impl TensorType {
     pub fn num_elements(&self) -> u64 {
         self.shape.iter().fold(1u64, |a, &d| a.saturating_mul(d))
     }
+    /// Bytes of an array of this type; `None` past 2^64 (a program may declare
+    /// such types: the stages that size memory refuse them).
+    pub fn checked_bytes(&self) -> Option<u64> {
+        if self.shape.contains(&0) {
+            return Some(0);
+        }
+        self.shape.iter().try_fold(self.dtype.size_bytes() as u64, |a, &d| a.checked_mul(d))
+    }
+    /// Bytes of an array of this type, saturating at `u64::MAX` (for estimates
+    /// and rankings).
+    pub fn bytes(&self) -> u64 {
+        self.checked_bytes().unwrap_or(u64::MAX)
+    }
     pub fn with_dtype(&self, dtype: DType) -> TensorType {
         TensorType { dtype, shape: self.shape.clone() }
     }

@@ -42,11 +42,6 @@ fn key_of(f: &Function, i: Inst, varying: &HashMap<Value, pjc_ir::replication::A
     Some(Key { axes, kind, dtype: f.values[d.results[0]].ty.dtype, varying })
 }
 
-/// Saturating: a type may have more than 2^64 bytes (never combined then).
-fn bytes(t: &TensorType) -> u64 {
-    t.num_elements().saturating_mul(t.dtype.size_bytes() as u64)
-}
-
 /// The most groups of one key open at a time.
 const MAX_OPEN: usize = 16;
 
@@ -64,7 +59,8 @@ fn find_group(f: &Function) -> Option<Vec<Inst>> {
     for &i in &f.body {
         let d = &f.insts[i];
         if let Some(key) = key_of(f, i, &varying) {
-            let size = bytes(&f.values[d.results[0]].ty);
+            // Saturating: a type past 2^64 bytes is never combined.
+            let size = f.values[d.results[0]].ty.bytes();
             let operand = d.operands[0];
             match open.iter_mut().find(|g| g.key == key && !g.dependents.contains(&operand) && g.bytes.saturating_add(size) <= COMBINE_LIMIT_BYTES) {
                 Some(g) => {
@@ -78,10 +74,9 @@ fn find_group(f: &Function) -> Option<Vec<Inst>> {
                     // far away. Bounding the open groups keeps the scan linear
                     // in the program (a chain of dependent all-reduces, as in a
                     // layer stack, opens one group per layer).
-                    if let Some(g) = open.iter().position(|g| g.key == key && g.members.len() == 1) {
-                        if open.iter().filter(|h| h.key == key).count() >= MAX_OPEN {
-                            let closed = open.remove(g);
-                            debug_assert_eq!(closed.members.len(), 1);
+                    if open.iter().filter(|h| h.key == key).count() >= MAX_OPEN {
+                        if let Some(g) = open.iter().position(|g| g.key == key && g.members.len() == 1) {
+                            open.remove(g);
                         }
                     }
                     open.push(Open { key, members: vec![i], dependents: HashSet::from([d.results[0]]), bytes: size })

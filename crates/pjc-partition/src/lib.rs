@@ -108,10 +108,10 @@ impl Partitioner<'_> {
         let ty = self.ty(r).clone();
         // Saturating: a program may declare more than 2^64 bytes (the planner
         // rejects it later); the estimate must not overflow on the way.
-        let size = ty.num_elements().saturating_mul(ty.dtype.size_bytes() as u64);
+        let size = ty.bytes();
         let ValueDef::Result(inst, _) = self.out.values[r].def else { unreachable!() };
         let operand_ty = self.ty(self.out.insts[inst].operands[0]).clone();
-        let operand_size = operand_ty.num_elements().saturating_mul(operand_ty.dtype.size_bytes() as u64);
+        let operand_size = operand_ty.bytes();
         let ring = |k: u128, s: u64| {
             (k * (n as u128 - 1)).checked_mul(s as u128).and_then(|x| u64::try_from(x / n as u128).ok()).unwrap_or(u64::MAX)
         };

@@ -6,12 +6,6 @@
 use crate::exe::{DeviceChoice, Program};
 use crate::world::World;
 use crate::RuntimeError;
-use pjc_ir::TensorType;
-
-/// Bytes of an array of type `ty`; `None` past 2^64.
-fn bytes_of(ty: &TensorType) -> Option<u64> {
-    ty.shape.iter().try_fold(ty.dtype.size_bytes() as u64, |a, &d| a.checked_mul(d))
-}
 
 fn show(n: Option<u64>) -> String {
     n.map_or_else(|| "more than 2^64".to_string(), |n| n.to_string())
@@ -22,15 +16,15 @@ pub fn needs(world: &World, p: &Program, kind: DeviceChoice) -> Vec<(String, Opt
     let mut parts = vec![];
     if kind != DeviceChoice::Cuda {
         for b in &p.plan.buffers {
-            parts.push((format!("buffer %{} ({})", b.name, b.ty), bytes_of(&b.ty)));
+            parts.push((format!("buffer %{} ({})", b.name, b.ty), b.ty.checked_bytes()));
         }
     }
     if world.rank() == 0 {
         // The results are gathered here: every rank's block, then the array.
         for (k, r) in p.spmd.results.iter().enumerate() {
             let g = pjc_ir::infer::global_type(&r.ty, r.sharding.as_ref(), &p.mesh);
-            let blocks = bytes_of(&r.ty).and_then(|n| n.checked_mul(world.size() as u64));
-            let both = bytes_of(&g).zip(blocks).and_then(|(a, b)| a.checked_add(b));
+            let blocks = r.ty.checked_bytes().and_then(|n| n.checked_mul(world.size() as u64));
+            let both = g.checked_bytes().zip(blocks).and_then(|(a, b)| a.checked_add(b));
             parts.push((format!("gathering result '{}' ({g})", p.spmd.result_name(k)), both));
         }
     }
@@ -42,7 +36,7 @@ pub fn needs(world: &World, p: &Program, kind: DeviceChoice) -> Vec<(String, Opt
 pub fn check(world: &World, p: &Program, kind: DeviceChoice) -> Result<(), RuntimeError> {
     let mut parts = needs(world, p, kind);
     // GPU buffers are the GPU's to refuse, but their sizes must be numbers.
-    parts.extend(p.plan.buffers.iter().filter(|b| kind == DeviceChoice::Cuda && bytes_of(&b.ty).is_none()).map(|b| (format!("buffer %{} ({})", b.name, b.ty), None)));
+    parts.extend(p.plan.buffers.iter().filter(|b| kind == DeviceChoice::Cuda && b.ty.checked_bytes().is_none()).map(|b| (format!("buffer %{} ({})", b.name, b.ty), None)));
     let total = parts.iter().try_fold(0u64, |a, (_, n)| n.and_then(|n| a.checked_add(n)));
     let avail = pjc_tensor::available_memory().map(|a| a / world.local_size() as u64);
     let fits = match (total, avail) {
@@ -65,10 +59,11 @@ pub fn check(world: &World, p: &Program, kind: DeviceChoice) -> Result<(), Runti
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pjc_ir::TensorType;
 
     #[test]
     fn array_bytes_overflow_is_none() {
-        assert_eq!(bytes_of(&TensorType::new(pjc_ir::DType::F32, vec![100000, 100000, 100000])), Some(4_000_000_000_000_000));
-        assert_eq!(bytes_of(&TensorType::new(pjc_ir::DType::F64, vec![1 << 40, 1 << 30])), None);
+        assert_eq!(TensorType::new(pjc_ir::DType::F32, vec![100000, 100000, 100000]).checked_bytes(), Some(4_000_000_000_000_000));
+        assert_eq!(TensorType::new(pjc_ir::DType::F64, vec![1 << 40, 1 << 30]).checked_bytes(), None);
     }
 }
