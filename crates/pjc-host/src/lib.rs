@@ -148,7 +148,7 @@ impl Buffers {
     pub fn alloc(plan: &Plan) -> Result<Buffers, HostError> {
         let mut data = vec![];
         for b in &plan.buffers {
-            let bytes = b.ty.shape.iter().try_fold(b.ty.dtype.size_bytes() as u64, |a, &d| a.checked_mul(d));
+            let bytes = b.ty.checked_bytes();
             let buf = bytes.and_then(|n| usize::try_from(n).ok()).and_then(HostBuf::try_zeroed);
             let Some(mut s) = buf else {
                 let need = bytes.map_or_else(|| "more than 2^64".to_string(), |n| n.to_string());

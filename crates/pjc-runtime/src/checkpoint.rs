@@ -28,7 +28,7 @@ use crate::pack::insert_block;
 use crate::shardio::open_safetensors;
 use crate::world::World;
 use crate::RuntimeError;
-use pjc_ir::{Mesh, Sharding, TensorType};
+use pjc_ir::{DType, Mesh, Sharding, TensorType};
 use pjc_tensor::Tensor;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -75,6 +75,30 @@ pub struct SavedBlock {
     pub file: String,
     pub start: Vec<u64>,
     pub size: Vec<u64>,
+}
+
+impl SavedBlock {
+    /// Whether the block lies inside an array of `shape` (checked arithmetic:
+    /// the numbers come from a file).
+    fn inside(&self, shape: &[u64]) -> bool {
+        self.start.len() == shape.len()
+            && self.size.len() == shape.len()
+            && self.start.iter().zip(&self.size).zip(shape).all(|((s, z), d)| s.checked_add(*z).is_some_and(|e| e <= *d))
+    }
+
+    /// Why the tensor saved for it (`dtype`, `shape`) is not this block of
+    /// parameter `name` of element type `want`; `None` when it is.
+    fn mismatch(&self, name: &str, dtype: DType, shape: &[usize], want: DType) -> Option<String> {
+        let got: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
+        (dtype != want || got != self.size).then(|| {
+            format!(
+                "{}'s block of '{name}' is {}, its manifest says {}",
+                self.file,
+                TensorType::new(dtype, got),
+                TensorType::new(want, self.size.clone())
+            )
+        })
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -245,12 +269,7 @@ pub fn validate(path: &Path, carried: &[Carried]) -> Result<Manifest, String> {
         }
         // The blocks must lie inside the array and add up to it (checked
         // arithmetic: the numbers come from a file).
-        let inside = |b: &SavedBlock| {
-            m.files.contains_key(&b.file)
-                && b.start.len() == c.ty.rank()
-                && b.size.len() == c.ty.rank()
-                && b.start.iter().zip(&b.size).zip(&c.ty.shape).all(|((s, z), d)| s.checked_add(*z).is_some_and(|e| e <= *d))
-        };
+        let inside = |b: &SavedBlock| m.files.contains_key(&b.file) && b.inside(&c.ty.shape);
         let total = t.blocks.iter().try_fold(0u64, |a, b| b.size.iter().try_fold(1u64, |p, &z| p.checked_mul(z)).and_then(|n| a.checked_add(n)));
         if total != Some(c.ty.num_elements()) || !t.blocks.iter().all(inside) {
             return Err(format!("its blocks of '{}' do not tile the array", c.name));
@@ -276,16 +295,8 @@ pub fn validate(path: &Path, carried: &[Carried]) -> Result<Manifest, String> {
     for c in carried {
         for b in &m.tensors[c.name].blocks {
             let (_, l) = layouts[&b.file].iter().find(|(n, _)| n == c.name).ok_or_else(|| format!("{} has no block of '{}'", b.file, c.name))?;
-            let size: Vec<u64> = b.size.clone();
-            let got: Vec<u64> = l.shape.iter().map(|&d| d as u64).collect();
-            if l.dtype != c.ty.dtype || got != size {
-                return Err(format!(
-                    "{}'s block of '{}' is {}, its manifest says {}",
-                    b.file,
-                    c.name,
-                    TensorType::new(l.dtype, got),
-                    TensorType::new(c.ty.dtype, size)
-                ));
+            if let Some(why) = b.mismatch(c.name, l.dtype, &l.shape, c.ty.dtype) {
+                return Err(why);
             }
         }
     }
@@ -341,10 +352,7 @@ pub fn load(dir: &Path, step: u64, mesh: &Mesh, device: u64, carried: &[Carried]
             // Everything taken from the files is checked before it is used as
             // an index (validate checked it on rank 0; the files may have
             // changed since).
-            let fits = b.start.len() == shape.len()
-                && b.size.len() == shape.len()
-                && (0..shape.len()).all(|d| b.start[d].checked_add(b.size[d]).is_some_and(|e| e <= shape[d] as u64));
-            if !fits {
+            if !b.inside(&c.ty.shape) {
                 return Err(bad(format!("its blocks of '{}' do not tile the array", c.name)));
             }
             // Overlap of the saved block and the wanted one, per dimension.
@@ -359,10 +367,8 @@ pub fn load(dir: &Path, step: u64, mesh: &Mesh, device: u64, carried: &[Carried]
             let src = files[&b.file].iter().find(|(n, _)| n == c.name).map(|(_, s)| s).ok_or_else(|| {
                 RuntimeError::Env(format!("checkpoint '{}': {} has no block of '{}'", path.display(), b.file, c.name))
             })?;
-            let saved: Vec<usize> = b.size.iter().map(|&z| z as usize).collect();
-            if src.dtype != c.ty.dtype || src.shape != saved {
-                let got = TensorType::new(src.dtype, src.shape.iter().map(|&d| d as u64).collect());
-                return Err(bad(format!("{}'s block of '{}' is {got}, its manifest says {}", b.file, c.name, TensorType::new(c.ty.dtype, b.size.clone()))));
+            if let Some(why) = b.mismatch(c.name, src.dtype, &src.shape, c.ty.dtype) {
+                return Err(bad(why));
             }
             let in_saved: Vec<usize> = (0..shape.len()).map(|d| lo[d] - b.start[d] as usize).collect();
             let size: Vec<usize> = (0..shape.len()).map(|d| hi[d] - lo[d]).collect();
