@@ -3,7 +3,7 @@
 use std::fmt;
 
 /// An element type. `Pred` is the boolean type.
-#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum DType {
     F64,
     F32,

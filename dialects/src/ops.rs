@@ -147,7 +147,7 @@ const WINDOW: &[AttrDef] = &[
 macro_rules! ops {
     ($( $(#[$m:meta])* $variant:ident = $def:expr; )*) => {
         /// Every PIR op. The declaration of each is [`Opcode::def`].
-        #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+        #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
         pub enum Opcode { $( $(#[$m])* $variant, )* }
 
         impl Opcode {

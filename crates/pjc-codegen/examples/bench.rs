@@ -10,7 +10,7 @@ use pjc_ir::DType;
 use pjc_tensor::{Buf, Tensor};
 use std::time::Instant;
 
-fn plan_of(src: &str) -> (pjc_ir::Module, pjc_fusion::Plan) {
+fn plan_of(src: &str) -> (pjc_ir::Module, pjc_plan::Plan) {
     let m = pjc_front::load(src).unwrap_or_else(|e| panic!("{e:?}"));
     let f = &m.funcs[m.func_by_name("main").unwrap()];
     let p = pjc_fusion::plan(f).unwrap();
@@ -37,11 +37,11 @@ fn tensor(shape: &[usize], seed: u64, scale: f32) -> Tensor {
 }
 
 /// Bytes the plan's kernels read and write (every buffer of a kernel once).
-fn traffic(p: &pjc_fusion::Plan) -> u64 {
+fn traffic(p: &pjc_plan::Plan) -> u64 {
     p.steps
         .iter()
         .map(|s| match s {
-            pjc_fusion::Step::Kernel(k) => k
+            pjc_plan::Step::Kernel(k) => k
                 .inputs
                 .iter()
                 .chain(&k.outputs)
@@ -190,7 +190,7 @@ fn main() {
     let kernels = p
         .steps
         .iter()
-        .filter(|s| matches!(s, pjc_fusion::Step::Kernel(_)))
+        .filter(|s| matches!(s, pjc_plan::Step::Kernel(_)))
         .count();
     println!(
         "| MLP training step 784-512-10, batch 256 ({} steps, {kernels} kernels) | JIT {:.2} ms vs `pjc eval` {:.0} ms | {:.0}x (JIT compile {:.0} ms; loss {} vs {}) |",

@@ -29,8 +29,8 @@ use inkwell::targets::{
 };
 use inkwell::values::{FunctionValue, IntValue};
 use inkwell::{AddressSpace, IntPredicate, OptimizationLevel};
-use pjc_fusion::kernel::{compute_type, Kernel};
-use pjc_fusion::plan::{Plan, Step};
+use pjc_plan::kernel::{compute_type, Kernel};
+use pjc_plan::{Plan, Step};
 
 use pjc_tensor::Tensor;
 use std::sync::Once;

@@ -1,4 +1,4 @@
-//! LLVM code generation for pjc's loop kernels ([`pjc_fusion::Kernel`]).
+//! LLVM code generation for pjc's loop kernels ([`pjc_plan::Kernel`]).
 //!
 //! - [`lower`]: one kernel body → LLVM IR with the exact semantics of spec
 //!   section 11, shared by both targets through the small [`lower::Target`] trait.

@@ -4,7 +4,7 @@
 //! [`Lower`] evaluates the kernel's SSA nodes at one iteration point (the
 //! coordinates are given as i64 values) in the builder's current block, with the
 //! exact semantics of spec section 11 (the same as
-//! `pjc_fusion::exec::run_kernel`):
+//! `pjc_plan::exec::run_kernel`):
 //!
 //! - registers hold the node's *compute type* (f16/bf16 as f32, pred as i1);
 //!   memory holds the *storage type* (f16/bf16 as their 16 bits, pred as one byte
@@ -39,7 +39,7 @@ use inkwell::values::{
     BasicValue, BasicValueEnum, FloatValue, FunctionValue, IntValue, PointerValue,
 };
 use inkwell::{AddressSpace, FloatPredicate, IntPredicate};
-use pjc_fusion::kernel::{compute_type, CmpDir, IndexOp, Kernel, Node, ReduceKind};
+use pjc_plan::kernel::{compute_type, CmpDir, IndexOp, Kernel, Node, ReduceKind};
 use pjc_ir::{DType, Opcode};
 
 /// What the shared lowering needs to know about a target.

@@ -41,7 +41,7 @@
 //! pointer parameters, `.ptr .global .align 16` in the PTX) and the wide
 //! accesses rely on it: a misaligned pointer makes them fault. The runtime
 //! allocates device buffers 256-byte aligned (as `cudaMalloc` does) and the
-//! plan's arena offsets are multiples of 64 bytes (`pjc_fusion::memory`), so
+//! plan's arena offsets are multiples of 64 bytes (`pjc_fusion::plan_memory`), so
 //! every buffer a plan step receives satisfies it; a runtime that passes a
 //! pointer into the middle of an allocation must keep it 16-byte aligned.
 //!
@@ -63,8 +63,8 @@ use inkwell::values::{
     Operand, PointerValue,
 };
 use inkwell::{AddressSpace, IntPredicate, OptimizationLevel};
-use pjc_fusion::kernel::{compute_type, IndexOp, Kernel, Node, NodeId};
-use pjc_fusion::plan::{Plan, Step};
+use pjc_plan::kernel::{compute_type, IndexOp, Kernel, Node, NodeId};
+use pjc_plan::{Plan, Step};
 use pjc_ir::DType;
 use std::path::PathBuf;
 

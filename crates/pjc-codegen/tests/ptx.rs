@@ -9,7 +9,7 @@ mod common;
 #[path = "common/gen.rs"]
 mod gen;
 
-use pjc_fusion::plan::{Plan, Step};
+use pjc_plan::{Plan, Step};
 
 fn ptxas() -> std::path::PathBuf {
     common::ptxas().unwrap_or_else(|e| panic!("{e}"))

@@ -1,14 +1,11 @@
 //! Fusion and scheduling: from a per-device function to an explicit, printable
-//! kernel plan ([`plan::plan`]) — loop kernels described by [`kernel::Kernel`],
+//! kernel plan ([`plan::plan`], building `pjc_plan::Plan`s) — loop kernels,
 //! library calls and collectives — and its buffer plan
-//! ([`memory::plan_memory`]). Code generators consume the kernels; the runtime
-//! executes the plan.
+//! ([`memory::plan_memory`]). The plan's data types live in `pjc-plan`, which
+//! code generators and the runtime read without linking this planner.
 
-pub mod exec;
-pub mod kernel;
 pub mod memory;
 pub mod plan;
 
-pub use kernel::{Kernel, Node};
-pub use memory::{plan_memory, Memory};
-pub use plan::{plan, Buffer, BufferKind, Plan, PlanError, Step};
+pub use memory::plan_memory;
+pub use plan::{plan, PlanError, MAX_FUSION_DEPTH};

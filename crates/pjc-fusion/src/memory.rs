@@ -2,19 +2,8 @@
 //! buffers that are dead (liveness over plan steps), updating carried
 //! parameters in place (donation) when that is safe, and the resulting peak.
 
-use crate::kernel::{IndexOp, Kernel, Node, NodeId};
-use crate::plan::{BufferKind, Plan, Step};
-
-/// Arena placement of every buffer.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Memory {
-    /// Byte offset of each buffer in the arena.
-    pub offsets: Vec<u64>,
-    /// Arena size: the peak device memory of one step of the program.
-    pub peak: u64,
-    /// (parameter buffer, result buffer) pairs that share memory (in-place update).
-    pub donated: Vec<(usize, usize)>,
-}
+use pjc_plan::kernel::{IndexOp, Kernel, Node, NodeId};
+use pjc_plan::{BufferKind, Memory, Plan, Step};
 
 const ALIGN: u64 = 64;
 

@@ -10,62 +10,11 @@
 //! arithmetic. A `reduce` or `reduce_window` is the root of a reduction kernel
 //! into which its elementwise producers fuse.
 
-use crate::kernel::{compute_type, BufferArg, CmpDir, IndexOp, Kernel, Node, NodeId, ReduceKind, Reduction};
+use pjc_plan::kernel::{compute_type, BufferArg, CmpDir, IndexOp, Kernel, Node, NodeId, ReduceKind, Reduction};
+use pjc_plan::{Buffer, BufferKind, Plan, Step};
 use pjc_ir::infer::resolved_attr;
-use pjc_ir::{AttrValue, DType, Function, InstData, Literal, Opcode, TensorType, Value, ValueDef};
+use pjc_ir::{DType, Function, InstData, Opcode, TensorType, Value, ValueDef};
 use std::collections::{HashMap, HashSet};
-use std::fmt;
-
-/// What a buffer holds.
-#[derive(Clone, Debug, PartialEq)]
-pub enum BufferKind {
-    /// Parameter `i` of the function.
-    Param(usize),
-    /// A dense constant, filled once.
-    Constant(Literal),
-    /// An intermediate or result value.
-    Temp,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct Buffer {
-    pub name: String,
-    pub ty: TensorType,
-    pub kind: BufferKind,
-}
-
-impl Buffer {
-    /// Byte size. `plan` only builds plans whose buffers (aligned, all
-    /// together) fit in u64; saturates otherwise.
-    pub fn bytes(&self) -> u64 {
-        self.ty.bytes()
-    }
-}
-
-/// One step of the plan, in execution order.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Step {
-    /// A generated loop kernel.
-    Kernel(Kernel),
-    /// A library call for an op with no generated kernel (dot_general → GEMM,
-    /// convolution, argmax/argmin, gather, scatter_add, select_and_scatter_add,
-    /// axis_index): the instruction, with its operands and result buffers.
-    Library { inst: InstData, inputs: Vec<usize>, output: usize },
-    /// A collective (runtime call).
-    Collective { inst: InstData, input: usize, output: usize },
-}
-
-/// The whole plan of one function.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Plan {
-    pub name: String,
-    pub buffers: Vec<Buffer>,
-    pub steps: Vec<Step>,
-    /// Buffer of each parameter.
-    pub params: Vec<usize>,
-    /// Buffer of each result.
-    pub results: Vec<usize>,
-}
 
 /// Planning failures (programs the code generator does not handle yet).
 #[derive(Clone, Debug, PartialEq)]
@@ -201,13 +150,13 @@ pub fn plan(f: &Function) -> Result<Plan, PlanError> {
         if inst.op.is_collective() {
             let input = p.buffer_of[&inst.operands[0]];
             let output = p.new_buffer(v, BufferKind::Temp);
-            p.steps.push(Step::Collective { inst: inst.clone(), input, output });
+            p.steps.push(Step::Collective { inst: inst.detached(), input, output });
             continue;
         }
         if !is_fusible(inst.op) && !is_reduction_root(inst.op) {
             let inputs = inst.operands.iter().map(|o| p.buffer_of[o]).collect();
             let output = p.new_buffer(v, BufferKind::Temp);
-            p.steps.push(Step::Library { inst: inst.clone(), inputs, output });
+            p.steps.push(Step::Library { inst: inst.detached(), inputs, output });
             continue;
         }
         let k = p.kernel(inst)?;
@@ -735,47 +684,5 @@ fn accumulator(d: DType, kind: ReduceKind) -> DType {
     match (d, kind) {
         (DType::F16 | DType::BF16, _) => DType::F32,
         (d, _) => d,
-    }
-}
-
-impl fmt::Display for Plan {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "plan @{}", self.name)?;
-        for (i, b) in self.buffers.iter().enumerate() {
-            let kind = match &b.kind {
-                BufferKind::Param(k) => format!("param {k}"),
-                BufferKind::Constant(_) => "constant".to_string(),
-                BufferKind::Temp => "temp".to_string(),
-            };
-            writeln!(f, "  b{i} = %{} : {} ({kind})", b.name, b.ty)?;
-        }
-        for s in &self.steps {
-            match s {
-                Step::Kernel(k) => writeln!(f, "  {k}")?,
-                Step::Library { inst, inputs, output } => {
-                    let ins = inputs.iter().map(|b| format!("b{b}")).collect::<Vec<_>>().join(", ");
-                    writeln!(f, "  library {} ({ins}) -> (b{output})", inst.op)?
-                }
-                Step::Collective { inst, input, output } => {
-                    let attrs: Vec<String> = inst
-                        .attrs
-                        .iter()
-                        .map(|a| format!("{}={}", a.name, attr_text(&a.value)))
-                        .collect();
-                    writeln!(f, "  collective {} {{{}}} (b{input}) -> (b{output})", inst.op, attrs.join(", "))?
-                }
-            }
-        }
-        let res = self.results.iter().map(|b| format!("b{b}")).collect::<Vec<_>>().join(", ");
-        writeln!(f, "  return {res}")
-    }
-}
-
-fn attr_text(v: &AttrValue) -> String {
-    match v {
-        AttrValue::Int(i) => i.to_string(),
-        AttrValue::Ident(s) => s.clone(),
-        AttrValue::List(l) => format!("[{}]", l.iter().map(attr_text).collect::<Vec<_>>().join(",")),
-        other => format!("{other:?}"),
     }
 }

@@ -2,7 +2,7 @@
 //! `compile_plan` fuzz target): the planner says "unsupported" instead of
 //! overflowing in byte sizes, alignment or the arena offsets.
 
-fn plan_of(src: &str) -> Result<pjc_fusion::Plan, pjc_fusion::PlanError> {
+fn plan_of(src: &str) -> Result<pjc_plan::Plan, pjc_fusion::PlanError> {
     let m = pjc_front::load(src).unwrap_or_else(|d| panic!("{}", pjc_front::render("t.pir", src, &d)));
     let f = m.funcs.values().next().unwrap();
     pjc_fusion::plan(f)

@@ -65,7 +65,7 @@ fn fused_plans_execute_like_the_interpreter() {
             }
         };
         checked += 1;
-        match pjc_fusion::exec::execute(&plan, &args, &mut pjc_fusion::exec::SingleDevice) {
+        match pjc_plan::exec::execute(&plan, &args, &mut pjc_plan::exec::SingleDevice) {
             Ok(got) => {
                 for (k, (a, b)) in want.iter().zip(&got).enumerate() {
                     if !same(a, b) {

@@ -1,4 +1,4 @@
-//! Running a kernel plan ([`pjc_fusion::plan::Plan`]) on the host, with no
+//! Running a kernel plan ([`pjc_plan::Plan`]) on the host, with no
 //! compiler in the process: what the in-process JIT (`pjc-codegen`) and the
 //! compiled executable's runtime (`pjc-runtime`, kernels loaded from a shared
 //! object) have in common.
@@ -15,7 +15,7 @@
 
 pub mod gemm;
 
-use pjc_fusion::plan::{BufferKind, Plan, Step};
+use pjc_plan::{BufferKind, Plan, Step};
 use pjc_ir::{DType, InstData, Opcode, TensorType};
 use pjc_tensor::{Scalar, Tensor};
 
@@ -155,7 +155,7 @@ impl Buffers {
                 return Err(HostError::Input(format!("not enough memory: buffer %{} ({}) needs {need} bytes, which cannot be allocated", b.name, b.ty)));
             };
             if let BufferKind::Constant(lit) = &b.kind {
-                s.write_tensor(&pjc_fusion::exec::literal_tensor(lit, &b.ty));
+                s.write_tensor(&pjc_plan::exec::literal_tensor(lit, &b.ty));
             }
             data.push(s);
         }
@@ -229,7 +229,7 @@ pub fn library_step(inst: &InstData, ins: &[Tensor], out_ty: &TensorType, thread
     if let Some(t) = gemm::try_dot(inst, ins, out_ty, threads) {
         return Ok(t);
     }
-    pjc_fusion::exec::library(inst, ins, out_ty).map_err(|e| HostError::Runtime(e.to_string()))
+    pjc_plan::exec::library(inst, ins, out_ty).map_err(|e| HostError::Runtime(e.to_string()))
 }
 
 /// One step as it ran, for traces.
@@ -297,31 +297,7 @@ pub fn run_steps(
     Ok(())
 }
 
-/// How a GPU runtime launches one generated PTX kernel.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PtxKernel {
-    pub name: String,
-    /// Number of output points (the `n` parameter, after the pointers).
-    pub points: u64,
-    /// `Some(256)` for reduction kernels: the largest block they accept (and
-    /// the one to launch; any multiple of 32 up to it works). `None` for
-    /// elementwise kernels (any launch shape).
-    pub required_block: Option<u32>,
-    /// Plan buffers of the pointer parameters, inputs then outputs.
-    pub buffers: Vec<usize>,
-    /// Consecutive points a thread handles per grid-stride step (4 for wide
-    /// elementwise kernels, else 1). Any grid works either way;
-    /// `ceil(points / vector_width)` threads cover the output in one step.
-    pub vector_width: u32,
-}
-
-/// A PTX module with its kernels' launch information.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PtxModule {
-    pub arch: String,
-    pub ptx: String,
-    pub kernels: Vec<PtxKernel>,
-}
+pub use pjc_plan::{PtxKernel, PtxModule};
 
 #[cfg(test)]
 mod tests {

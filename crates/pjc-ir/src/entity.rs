@@ -13,7 +13,7 @@ pub trait EntityRef: Copy + Eq {
 macro_rules! entity {
     ($(#[$m:meta])* $name:ident, $prefix:literal) => {
         $(#[$m])*
-        #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
         pub struct $name(u32);
         impl EntityRef for $name {
             fn new(index: usize) -> Self {

@@ -12,7 +12,7 @@ use crate::types::{Mesh, Sharding, Span, TensorType};
 use pjc_dialects::Opcode;
 
 /// Source comments attached to an entity, kept so `pjc fmt` can print them back.
-#[derive(Clone, PartialEq, Debug, Default)]
+#[derive(Clone, PartialEq, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Comments {
     /// Full-line comments above the entity (text after `//`, untrimmed).
     pub before: Vec<String>,
@@ -21,7 +21,7 @@ pub struct Comments {
 }
 
 /// A number in a literal, already checked against and rounded to its dtype.
-#[derive(Copy, Clone, Debug)]
+#[derive(Copy, Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub enum Number {
     Int(i128),
     Float(f64),
@@ -42,7 +42,7 @@ impl PartialEq for Number {
 }
 
 /// The literal of a `constant`: a scalar (fills the type) or a nested list.
-#[derive(Clone, PartialEq, Debug)]
+#[derive(Clone, PartialEq, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Literal {
     /// Shape of the nesting (`[]` for a bare scalar).
     pub shape: Vec<u64>,
@@ -51,7 +51,7 @@ pub struct Literal {
 }
 
 /// An attribute value as written.
-#[derive(Clone, PartialEq, Debug)]
+#[derive(Clone, PartialEq, Debug, serde::Serialize, serde::Deserialize)]
 pub enum AttrValue {
     Int(i64),
     Float(f64),
@@ -110,7 +110,7 @@ impl AttrValue {
 }
 
 /// One `name=value` attribute of an instruction.
-#[derive(Clone, PartialEq, Debug)]
+#[derive(Clone, PartialEq, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Attr {
     pub name: String,
     pub value: AttrValue,
@@ -118,7 +118,7 @@ pub struct Attr {
 }
 
 /// One instruction: `%r = op %a, %b {attrs} : type`.
-#[derive(Clone, PartialEq, Debug)]
+#[derive(Clone, PartialEq, Debug, serde::Serialize, serde::Deserialize)]
 pub struct InstData {
     pub op: Opcode,
     pub operands: Vec<Value>,
@@ -157,6 +157,17 @@ impl InstData {
             span: Span::NONE,
             op_span: Span::NONE,
             comments: Comments::default(),
+        }
+    }
+    /// The instruction without its place in a function: op, attributes,
+    /// callee and literal only (no operand or result handles, spans or
+    /// comments). What a kernel plan keeps of a library call or collective.
+    pub fn detached(&self) -> InstData {
+        InstData {
+            attrs: self.attrs.iter().map(|a| Attr { span: Span::NONE, ..a.clone() }).collect(),
+            callee: self.callee.clone(),
+            literal: self.literal.clone(),
+            ..InstData::new(self.op)
         }
     }
     pub fn attr(&self, name: &str) -> Option<&AttrValue> {

@@ -5,7 +5,7 @@ use std::fmt;
 
 /// A byte range in the source text. Every IR entity that came from text has one,
 /// so diagnostics can point at it; IR built by passes uses `Span::NONE`.
-#[derive(Copy, Clone, PartialEq, Eq, Debug, Default, Hash)]
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Default, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Span {
     pub start: u32,
     pub end: u32,
@@ -32,7 +32,7 @@ impl Span {
 }
 
 /// A static array type `DTYPE[d0,d1,...]`; a scalar has an empty shape.
-#[derive(Clone, PartialEq, Eq, Debug, Hash)]
+#[derive(Clone, PartialEq, Eq, Debug, Hash, serde::Serialize, serde::Deserialize)]
 pub struct TensorType {
     pub dtype: DType,
     pub shape: Vec<u64>,
@@ -87,7 +87,7 @@ impl fmt::Display for TensorType {
 }
 
 /// How one dimension is split over the mesh.
-#[derive(Clone, PartialEq, Eq, Debug, Hash)]
+#[derive(Clone, PartialEq, Eq, Debug, Hash, serde::Serialize, serde::Deserialize)]
 pub enum DimSharding {
     /// `_`: not split.
     Replicated,
@@ -98,7 +98,7 @@ pub enum DimSharding {
 }
 
 /// `on [E0, E1, ...]`: one entry per dimension.
-#[derive(Clone, PartialEq, Eq, Debug, Hash)]
+#[derive(Clone, PartialEq, Eq, Debug, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Sharding {
     pub dims: Vec<DimSharding>,
 }
@@ -149,7 +149,7 @@ impl fmt::Display for Sharding {
 }
 
 /// One named mesh axis.
-#[derive(Clone, PartialEq, Eq, Debug)]
+#[derive(Clone, PartialEq, Eq, Debug, serde::Serialize, serde::Deserialize)]
 pub struct MeshAxis {
     pub name: String,
     pub size: u64,
@@ -157,7 +157,7 @@ pub struct MeshAxis {
 }
 
 /// The device mesh: named axes, major to minor; device ids are row-major over them.
-#[derive(Clone, PartialEq, Eq, Debug, Default)]
+#[derive(Clone, PartialEq, Eq, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Mesh {
     pub axes: Vec<MeshAxis>,
 }

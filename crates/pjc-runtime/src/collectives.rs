@@ -1,7 +1,8 @@
 //! The five collectives of spec section 8 over MPI, and `axis_index`.
 //!
-//! Every axis set a program's collectives use gets one communicator per group,
-//! built once before the program runs (`MPI_Comm_split` of the world with
+//! Every axis set a program's collectives use gets one communicator per group
+//! of the compiled group tables ([`pjc_plan::GroupTable`]), built once before
+//! the program runs (`MPI_Comm_split` of the world with
 //! color = the device's coordinates on the other axes, key = its position in
 //! the group order), so a communicator's rank *is* the group position.
 //!
@@ -26,7 +27,7 @@ use crate::world::World;
 use crate::RuntimeError;
 use mpi::topology::{Color, Communicator, SimpleCommunicator};
 use mpi::traits::*;
-use pjc_fusion::plan::{Plan, Step};
+use pjc_plan::GroupTable;
 use pjc_ir::{InstData, Mesh, Opcode, TensorType};
 use pjc_tensor::{Tensor, TensorError};
 
@@ -52,25 +53,11 @@ struct Group {
 
 /// The collectives of one device (rank) of a run.
 pub struct MpiCollectives<'w> {
-    world: &'w World,
+    /// The communicators are split from the world's and must not outlive it.
+    _world: &'w World,
     mesh: Mesh,
-    device: u64,
     coords: Vec<u64>,
     groups: Vec<Group>,
-}
-
-/// The distinct axis lists (in order of first use) of a plan's collectives.
-pub fn collective_axes(plan: &Plan) -> Vec<Vec<String>> {
-    let mut out: Vec<Vec<String>> = vec![];
-    for s in &plan.steps {
-        if let Step::Collective { inst, .. } = s {
-            let axes = axes_of(inst);
-            if !out.contains(&axes) {
-                out.push(axes);
-            }
-        }
-    }
-    out
 }
 
 fn axes_of(inst: &InstData) -> Vec<String> {
@@ -81,12 +68,13 @@ fn shape(t: &TensorType) -> Vec<usize> {
     t.shape.iter().map(|&d| d as usize).collect()
 }
 
-/// `device`'s group over `axes` and, when it has more than one member, an MPI
+/// `device`'s group in `table` and, when it has more than one member, an MPI
 /// communicator for it whose rank is the group position (`MPI_Comm_split`
-/// of the world: collective, every rank must call it with the same `axes`).
+/// of the world: collective, every rank must call it with the same table).
 /// Shared with the CUDA backend, which broadcasts NCCL ids over it.
-pub(crate) fn group_comm(world: &World, mesh: &Mesh, axes: &[String], device: u64) -> Result<(GroupOf, Option<SimpleCommunicator>), RuntimeError> {
-    let g = group_of(mesh, axes, device).map_err(RuntimeError::Program)?;
+pub(crate) fn group_comm(world: &World, table: &GroupTable, device: u64) -> Result<(GroupOf, Option<SimpleCommunicator>), RuntimeError> {
+    let axes = &table.axes;
+    let g = group_of(table, device).map_err(RuntimeError::Program)?;
     let size = g.members.len();
     if size == 1 {
         return Ok((g, None));
@@ -110,38 +98,22 @@ pub(crate) fn group_comm(world: &World, mesh: &Mesh, axes: &[String], device: u6
 }
 
 impl<'w> MpiCollectives<'w> {
-    /// Builds the communicators of every axis list in `axes` (collectively:
-    /// every rank must call this with the same lists, as they do when they run
-    /// the same plan). Rank r is mesh device r.
-    pub fn new(world: &'w World, mesh: &Mesh, axes: &[Vec<String>]) -> Result<MpiCollectives<'w>, RuntimeError> {
+    /// Builds the communicators of every group table (collectively: every
+    /// rank must call this with the same tables, as they do when they run
+    /// the same executable). Rank r is mesh device r.
+    pub fn new(world: &'w World, mesh: &Mesh, tables: &[GroupTable]) -> Result<MpiCollectives<'w>, RuntimeError> {
         world.check_device_count(mesh)?;
         let device = world.rank() as u64;
-        let mut c = MpiCollectives { world, mesh: mesh.clone(), device, coords: mesh.coords(device), groups: vec![] };
-        for a in axes {
-            c.add_group(a)?;
+        let mut c = MpiCollectives { _world: world, mesh: mesh.clone(), coords: mesh.coords(device), groups: vec![] };
+        for t in tables {
+            let (g, comm) = group_comm(world, t, device)?;
+            c.groups.push(Group { axes: t.axes.clone(), size: g.members.len(), pos: g.pos, comm });
         }
         Ok(c)
     }
 
-    /// For a plan: the communicators of all its collectives.
-    pub fn for_plan(world: &'w World, mesh: &Mesh, plan: &Plan) -> Result<MpiCollectives<'w>, RuntimeError> {
-        MpiCollectives::new(world, mesh, &collective_axes(plan))
-    }
-
-    fn add_group(&mut self, axes: &[String]) -> Result<usize, RuntimeError> {
-        let (g, comm) = group_comm(self.world, &self.mesh, axes, self.device)?;
-        self.groups.push(Group { axes: axes.to_vec(), size: g.members.len(), pos: g.pos, comm });
-        Ok(self.groups.len() - 1)
-    }
-
     fn group(&mut self, axes: &[String]) -> Result<&Group, RuntimeError> {
-        let i = match self.groups.iter().position(|g| g.axes == axes) {
-            Some(i) => i,
-            // Not announced up front: every rank reaches the same collective
-            // in the same order, so splitting here is still collective.
-            None => self.add_group(axes)?,
-        };
-        Ok(&self.groups[i])
+        self.groups.iter().find(|g| g.axes == axes).ok_or_else(|| RuntimeError::Internal(format!("the executable carries no device groups over [{}]", axes.join(", "))))
     }
 
     /// This device's coordinate along `axis`.
@@ -233,7 +205,7 @@ impl<'w> MpiCollectives<'w> {
     }
 }
 
-impl pjc_fusion::exec::Collectives for MpiCollectives<'_> {
+impl pjc_plan::exec::Collectives for MpiCollectives<'_> {
     fn run(&mut self, inst: &InstData, input: &Tensor, out_ty: &TensorType) -> Result<Tensor, TensorError> {
         let in_ty = TensorType::new(input.dtype(), input.shape.iter().map(|&d| d as u64).collect());
         let bytes = pjc_tensor::buf_to_le_bytes(&input.data);

@@ -6,7 +6,7 @@ use crate::backend::Backend;
 use crate::collectives::MpiCollectives;
 use crate::world::World;
 use crate::RuntimeError;
-use pjc_fusion::plan::{Plan, Step};
+use pjc_plan::{Plan, Step};
 use pjc_host::{Buffers, KernelFn};
 use pjc_tensor::Tensor;
 
@@ -103,11 +103,11 @@ pub struct CpuBackend<'w> {
 
 impl<'w> CpuBackend<'w> {
     /// Builds the collectives' communicators (collective: every rank calls it).
-    pub fn new(plan: &Plan, so: &[u8], world: &'w World, mesh: &pjc_ir::Mesh) -> Result<CpuBackend<'w>, RuntimeError> {
+    pub fn new(plan: &Plan, so: &[u8], world: &'w World, mesh: &pjc_ir::Mesh, groups: &[pjc_plan::GroupTable]) -> Result<CpuBackend<'w>, RuntimeError> {
         check_cpu()?;
         let lib = KernelLibrary::load(so)?;
         let kernels = lib.kernels(plan)?;
-        let coll = MpiCollectives::for_plan(world, mesh, plan)?;
+        let coll = MpiCollectives::new(world, mesh, groups)?;
         let bufs = Buffers::alloc(plan).map_err(host)?;
         Ok(CpuBackend { plan: plan.clone(), kernels, bufs, coll, threads: world.kernel_threads(), trace: None, _lib: lib })
     }

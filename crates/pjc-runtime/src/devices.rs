@@ -1,7 +1,8 @@
 //! `./model.bin --list-devices` and `pjc devices`: what each rank would run
 //! on, and what this machine offers, without running anything.
 
-use crate::exe::{DeviceChoice, Program};
+use crate::exe::DeviceChoice;
+use pjc_plan::Artifact;
 use crate::world::World;
 use crate::RuntimeError;
 
@@ -63,7 +64,7 @@ pub fn describe_machine() -> String {
 
 /// Every rank's host, local rank, mesh coordinates and device, printed by
 /// rank 0 in rank order.
-pub fn list(world: &World, p: &Program, choice: DeviceChoice) -> Result<(), RuntimeError> {
+pub fn list(world: &World, p: &Artifact, choice: DeviceChoice) -> Result<(), RuntimeError> {
     let rank = world.rank();
     let local = crate::cuda::local_rank(world);
     let coords = p.mesh.coords(rank as u64);
@@ -103,7 +104,7 @@ pub fn list(world: &World, p: &Program, choice: DeviceChoice) -> Result<(), Runt
 
 /// What GPU code the executable carries, or that it has none and why (the
 /// reason `pjc compile` recorded in the payload).
-pub fn gpu_code_line(p: &Program) -> String {
+pub fn gpu_code_line(p: &Artifact) -> String {
     match &p.ptx {
         Ok(m) => format!("gpu code: PTX for {} ({} kernels)", m.arch, m.kernels.len()),
         Err(why) => format!("gpu code: none, this executable runs on CPUs only ({why})"),

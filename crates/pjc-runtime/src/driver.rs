@@ -1,13 +1,12 @@
-//! Pieces of a run shared by the executable's main ([`crate::exe`]): the
-//! global types of the per-device entry's parameters, assembling global
-//! results from every device's shard, writing outputs (spec section 10's
-//! `--output`).
+//! Pieces of a run shared by the executable's main ([`crate::exe`]):
+//! assembling global results from every device's shard, writing outputs
+//! (spec section 10's `--output`).
 
 use crate::groups::{is_block_owner, shard_block};
 use crate::pack::insert_block;
 use crate::RuntimeError;
-use pjc_ir::infer::global_type;
-use pjc_ir::{FuncKind, Function, Mesh};
+use pjc_ir::Mesh;
+use pjc_plan::Port;
 use pjc_tensor::Tensor;
 use std::path::Path;
 
@@ -26,21 +25,11 @@ pub(crate) fn io_reason(e: &std::io::Error) -> String {
 
 
 
-/// The global type of the entry's parameter `i`.
-pub fn param_global_type(f: &Function, mesh: &Mesh, i: usize) -> pjc_ir::TensorType {
-    let v = &f.values[f.params[i]];
-    match f.kind {
-        FuncKind::Spmd => global_type(&v.ty, v.sharding.as_ref(), mesh),
-        FuncKind::Global => v.ty.clone(),
-    }
-}
-
-/// Assembles result `k` of `spmd` from every device's local value (`parts[d]`
-/// is device d's bytes); each element comes from the first device holding it.
-pub fn assemble(spmd: &Function, mesh: &Mesh, k: usize, parts: &[Vec<u8>]) -> Tensor {
-    let r = &spmd.results[k];
+/// Assembles result `r` from every device's local value (`parts[d]` is
+/// device d's bytes); each element comes from the first device holding it.
+pub fn assemble(r: &Port, mesh: &Mesh, parts: &[Vec<u8>]) -> Tensor {
     let s = r.sharding.as_ref();
-    let g = global_type(&r.ty, s, mesh);
+    let g = &r.global;
     let shape: Vec<usize> = g.shape.iter().map(|&d| d as usize).collect();
     let es = g.dtype.size_bytes();
     let mut out = vec![0u8; g.num_elements() as usize * es];

@@ -2,8 +2,9 @@
 //! on every rank (spec section 10; docs/executable.md).
 //!
 //! 1. Read the program the executable carries ([`crate::payload`]): the
-//!    per-device program, re-planned here (deterministic; `pjc compile`
-//!    checked that it gives the plan it compiled), the host kernels and PTX.
+//!    compiled artefact ([`pjc_plan::Artifact`]: the plan, buffer plan,
+//!    group tables, parameter and result metadata, host kernels and PTX),
+//!    checked against this runtime's format and schema and its hash.
 //! 2. Check the process count, pick the device (`--device auto|cpu|cuda`, the
 //!    same on every rank), build the backend (communicators, buffers).
 //! 3. Open the inputs memory-mapped and give every parameter its shard; in
@@ -18,16 +19,15 @@
 //! abort the job (other ranks may be inside a collective).
 
 use crate::backend::Backend;
-use crate::driver::{assemble, param_global_type, write_outputs};
+use crate::driver::{assemble, write_outputs};
 use crate::groups::shard_block;
 use crate::payload::{section, Payload};
 use crate::shardio::{open_named, open_safetensors, Source};
 use crate::world::World;
 use crate::RuntimeError;
 use clap::Parser;
-use pjc_fusion::plan::Plan;
-use pjc_host::PtxModule;
-use pjc_ir::{DType, Function, Mesh, TensorType};
+use pjc_plan::{Artifact, ArtifactError};
+use pjc_ir::{DType, Mesh, TensorType};
 use pjc_tensor::Tensor;
 use std::collections::HashMap;
 use std::io::IsTerminal;
@@ -89,53 +89,18 @@ pub enum DeviceChoice {
     Cuda,
 }
 
-/// What the executable carries, ready to run.
-pub struct Program {
-    pub entry: String,
-    /// The per-device entry function (its signature's shardings say how the
-    /// shards compose).
-    pub spmd: Function,
-    pub mesh: Mesh,
-    pub plan: Plan,
-    pub kernels_so: Vec<u8>,
-    /// The GPU kernels, or why there are none.
-    pub ptx: Result<PtxModule, String>,
-}
-
 fn corrupt(m: String) -> RuntimeError {
     RuntimeError::Env(format!("this executable is damaged: {m}"))
 }
 
-impl Program {
-    pub fn from_payload(p: &Payload) -> Result<Program, RuntimeError> {
-        let entry = p.text(section::ENTRY).map_err(corrupt)?.to_string();
-        let text = p.text(section::SPMD).map_err(corrupt)?;
-        let m = pjc_front::load(text).map_err(|d| corrupt(format!("its per-device program does not verify:\n{}", pjc_front::render("<spmd>", text, &d))))?;
-        let id = m.func_by_name(&entry).ok_or_else(|| corrupt(format!("its per-device program has no @{entry}")))?;
-        let spmd = m.funcs[id].clone();
-        let plan = pjc_fusion::plan(&spmd).map_err(|e| corrupt(e.0))?;
-        let kernels_so = p.get(section::KERNELS_SO).ok_or_else(|| corrupt("it carries no CPU kernels".into()))?.to_vec();
-        let ptx = match (p.text(section::PTX), p.text(section::PTX_KERNELS)) {
-            (Ok(ptx), Ok(launch)) => {
-                let kernels = crate::payload::ptx_kernels_from_text(launch).map_err(corrupt)?;
-                let arch = p.text("gpu-arch").unwrap_or("sm_90").to_string();
-                Ok(PtxModule { arch, ptx: ptx.to_string(), kernels })
-            }
-            _ => Err(p.text(section::NO_PTX).unwrap_or("it was compiled without GPU code").to_string()),
-        };
-        Ok(Program { entry, mesh: m.mesh_or_single(), spmd, plan, kernels_so, ptx })
-    }
-
-    /// Parameter names, in order.
-    pub fn params(&self) -> Vec<&str> {
-        (0..self.spmd.params.len()).map(|i| self.spmd.param_name(i)).collect()
-    }
-
-    /// (result, parameter) pairs of state-carry results (same name).
-    pub fn carried(&self) -> Vec<(usize, usize)> {
-        let f = &self.spmd;
-        (0..f.results.len()).filter_map(|k| (0..f.params.len()).find(|&i| f.param_name(i) == f.result_name(k)).map(|i| (k, i))).collect()
-    }
+/// The compiled program the executable carries: decoded as it is, after
+/// its format, schema and hash checks; nothing is re-derived.
+pub fn load(p: &Payload) -> Result<Artifact, RuntimeError> {
+    let bytes = p.get(section::ARTIFACT).ok_or_else(|| corrupt(format!("it carries no '{}' section", section::ARTIFACT)))?;
+    Artifact::from_bytes(bytes).map_err(|e| match e {
+        ArtifactError::Format { .. } | ArtifactError::Schema { .. } => RuntimeError::Env(format!("this executable cannot run with this runtime: {e}")),
+        e => corrupt(e.to_string()),
+    })
 }
 
 /// Makes every rank take the same path after a phase that may fail on some
@@ -177,9 +142,8 @@ fn type_of(s: &Source) -> TensorType {
 
 /// Matches `--inputs`, `--input` and `--data` to the parameters and checks
 /// names, shapes and dtypes (spec section 10's rules).
-fn open_feeds(p: &Program, a: &ExeArgs, restored: &[usize]) -> Result<Vec<Feed>, RuntimeError> {
-    let f = &p.spmd;
-    let params = p.params();
+fn open_feeds(p: &Artifact, a: &ExeArgs, restored: &[usize]) -> Result<Vec<Feed>, RuntimeError> {
+    let params: Vec<&str> = p.params.iter().map(|q| q.name.as_str()).collect();
     let name = &p.entry;
     let mut got: HashMap<String, (Source, bool)> = HashMap::new();
     for file in &a.inputs {
@@ -214,7 +178,7 @@ fn open_feeds(p: &Program, a: &ExeArgs, restored: &[usize]) -> Result<Vec<Feed>,
     let mut examples: Option<(String, usize)> = None;
     let mut out = vec![];
     for (i, &pn) in params.iter().enumerate() {
-        let want = param_global_type(f, &p.mesh, i);
+        let want = p.params[i].global.clone();
         if restored.contains(&i) {
             // From the checkpoint; an input for it is ignored.
             got.remove(pn);
@@ -253,10 +217,9 @@ fn open_feeds(p: &Program, a: &ExeArgs, restored: &[usize]) -> Result<Vec<Feed>,
 }
 
 /// This device's block of parameter `i`: (start, size) per dimension.
-fn param_block(p: &Program, i: usize, device: u64) -> (Vec<usize>, Vec<usize>) {
-    let g = param_global_type(&p.spmd, &p.mesh, i);
-    let shape: Vec<usize> = g.shape.iter().map(|&d| d as usize).collect();
-    let s = p.spmd.values[p.spmd.params[i]].sharding.as_ref();
+fn param_block(p: &Artifact, i: usize, device: u64) -> (Vec<usize>, Vec<usize>) {
+    let shape: Vec<usize> = p.params[i].global.shape.iter().map(|&d| d as usize).collect();
+    let s = p.params[i].sharding.as_ref();
     shard_block(&p.mesh, s, &shape, device).into_iter().unzip()
 }
 
@@ -268,23 +231,23 @@ fn to_param_dtype(t: Tensor, want: DType) -> Result<Tensor, RuntimeError> {
 }
 
 /// The shard of a fixed input.
-fn array_shard(p: &Program, i: usize, s: &Source, device: u64) -> Result<Tensor, RuntimeError> {
+fn array_shard(p: &Artifact, i: usize, s: &Source, device: u64) -> Result<Tensor, RuntimeError> {
     let (start, size) = param_block(p, i, device);
-    to_param_dtype(s.block(&start, &size), param_global_type(&p.spmd, &p.mesh, i).dtype)
+    to_param_dtype(s.block(&start, &size), p.params[i].global.dtype)
 }
 
 /// This device's rows of step `step`'s batch of dataset parameter `i`:
 /// the global batch is examples (step·B + j) mod M, j = 0..B.
-fn data_shard(p: &Program, i: usize, s: &Source, device: u64, step: u64) -> Result<Tensor, RuntimeError> {
+fn data_shard(p: &Artifact, i: usize, s: &Source, device: u64, step: u64) -> Result<Tensor, RuntimeError> {
     let (start, size) = param_block(p, i, device);
-    let want = param_global_type(&p.spmd, &p.mesh, i);
+    let want = &p.params[i].global;
     let (b, m) = (want.shape[0], s.shape[0] as u64);
     let rows: Vec<usize> = (0..size[0] as u64).map(|j| ((step.wrapping_mul(b) % m + (start[0] as u64 + j) % m) % m) as usize).collect();
     to_param_dtype(s.rows(&rows, &start[1..], &size[1..]), want.dtype)
 }
 
 /// Picks the device kind (the same on every rank) and says which on rank 0.
-fn choose_device(world: &World, p: &Program, choice: DeviceChoice) -> Result<DeviceChoice, RuntimeError> {
+fn choose_device(world: &World, p: &Artifact, choice: DeviceChoice) -> Result<DeviceChoice, RuntimeError> {
     let local = world.local_size();
     let cuda_ok = || -> Result<(), String> {
         let ptx = p.ptx.as_ref().map_err(|e| format!("the executable has no GPU code ({e})"))?;
@@ -328,14 +291,10 @@ fn scalar_text(t: &Tensor) -> String {
 }
 
 /// The checkpoint view of the carried parameters.
-fn carried_views<'p>(p: &'p Program) -> Vec<crate::checkpoint::Carried<'p>> {
-    p.carried()
+fn carried_views<'p>(p: &'p Artifact) -> Vec<crate::checkpoint::Carried<'p>> {
+    p.carried
         .iter()
-        .map(|&(_, i)| crate::checkpoint::Carried {
-            name: p.spmd.param_name(i),
-            ty: param_global_type(&p.spmd, &p.mesh, i),
-            sharding: p.spmd.values[p.spmd.params[i]].sharding.as_ref(),
-        })
+        .map(|&(_, i)| crate::checkpoint::Carried { name: &p.params[i].name, ty: p.params[i].global.clone(), sharding: p.params[i].sharding.as_ref() })
         .collect()
 }
 
@@ -363,7 +322,7 @@ fn check_flags(a: &ExeArgs) -> Result<(), RuntimeError> {
 
 /// Runs the program on `world` with flags `a`.
 pub fn run(world: &World, payload: &Payload, a: &ExeArgs) -> Result<(), RuntimeError> {
-    let p = agree(world, Program::from_payload(payload).and_then(|p| world.check_device_count(&p.mesh).map(|_| p)))?;
+    let p = agree(world, load(payload).and_then(|p| world.check_device_count(&p.mesh).map(|_| p)))?;
     check_flags(a)?;
     if a.list_devices {
         return crate::devices::list(world, &p, a.device);
@@ -375,13 +334,13 @@ pub fn run(world: &World, payload: &Payload, a: &ExeArgs) -> Result<(), RuntimeE
     let backend: Result<Box<dyn Backend + '_>, RuntimeError> = match kind {
         DeviceChoice::Cuda => {
             let ptx = p.ptx.as_ref().expect("checked by choose_device");
-            crate::cuda::CudaBackend::new(&p.plan, ptx, world, &p.mesh).map(|b| Box::new(b) as Box<dyn Backend>)
+            crate::cuda::CudaBackend::new(&p.plan, ptx, world, &p.mesh, &p.groups).map(|b| Box::new(b) as Box<dyn Backend>)
         }
-        _ => crate::cpu::CpuBackend::new(&p.plan, &p.kernels_so, world, &p.mesh).map(|b| Box::new(b) as Box<dyn Backend>),
+        _ => crate::cpu::CpuBackend::new(&p.plan, &p.kernels_so, world, &p.mesh, &p.groups).map(|b| Box::new(b) as Box<dyn Backend>),
     };
     let mut backend = agree(world, backend)?;
     backend.set_tracing(a.trace.is_some());
-    let carried = p.carried();
+    let carried = p.carried.clone();
     let views = carried_views(&p);
     // Resume: the newest complete checkpoint, chosen by rank 0.
     let resumed = match (&a.checkpoint, a.resume) {
@@ -423,11 +382,11 @@ pub fn run(world: &World, payload: &Payload, a: &ExeArgs) -> Result<(), RuntimeE
     let fatal = |e: RuntimeError| RuntimeError::Fatal(Box::new(e));
     let steps = a.steps.unwrap_or(1);
     let looping = a.steps.is_some();
-    let logged: Vec<usize> = (0..p.spmd.results.len())
-        .filter(|&k| p.spmd.results[k].ty.shape.is_empty() && !carried.iter().any(|&(c, _)| c == k))
+    let logged: Vec<usize> = (0..p.results.len())
+        .filter(|&k| p.results[k].global.shape.is_empty() && !carried.iter().any(|&(c, _)| c == k))
         .collect();
     let data_shape = feeds.iter().enumerate().find_map(|(i, f)| match f {
-        Feed::Data(s) => Some((s.shape[0] as u64, param_global_type(&p.spmd, &p.mesh, i).shape[0])),
+        Feed::Data(s) => Some((s.shape[0] as u64, p.params[i].global.shape[0])),
         _ => None,
     });
     let batch = data_shape.map_or(0, |d| d.1);
@@ -459,7 +418,7 @@ pub fn run(world: &World, payload: &Payload, a: &ExeArgs) -> Result<(), RuntimeE
             let mut line = format!("step {done}/{steps}:");
             for &k in &logged {
                 let t = backend.result(k).map_err(fatal)?;
-                line.push_str(&format!(" {}={}", p.spmd.result_name(k), scalar_text(&t)));
+                line.push_str(&format!(" {}={}", p.results[k].name, scalar_text(&t)));
             }
             line.push_str(&format!(" ({rate:.1} steps/s"));
             if batch > 0 {
@@ -509,11 +468,11 @@ pub fn run(world: &World, payload: &Payload, a: &ExeArgs) -> Result<(), RuntimeE
     // only the carried parameters (the other results were never computed).
     let mut named = vec![];
     if ran {
-        for k in 0..p.spmd.results.len() {
+        for k in 0..p.results.len() {
             let t = backend.result(k).map_err(fatal)?;
             let bytes = pjc_tensor::buf_to_le_bytes(&t.data);
             if let Some(parts) = world.gather_to_root(&bytes).map_err(fatal)? {
-                named.push((p.spmd.result_name(k), assemble(&p.spmd, &p.mesh, k, &parts)));
+                named.push((p.results[k].name.clone(), assemble(&p.results[k], &p.mesh, &parts)));
             }
         }
     } else if let (Some(step), Some(dir)) = (resumed, &a.checkpoint) {
@@ -521,7 +480,7 @@ pub fn run(world: &World, payload: &Payload, a: &ExeArgs) -> Result<(), RuntimeE
             let single = Mesh::default();
             let whole = crate::checkpoint::load(dir, step, &single, 0, &views)?.1;
             for (&(k, _), t) in carried.iter().zip(whole) {
-                named.push((p.spmd.result_name(k), t));
+                named.push((p.results[k].name.clone(), t));
             }
         }
     }

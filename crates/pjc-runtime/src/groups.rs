@@ -1,13 +1,14 @@
-//! Device groups (spec section 8) and shard blocks (spec section 6) as pure
-//! functions of the mesh, so that every rank computes the same answer without
-//! talking to the others.
+//! Device groups (spec section 8), as the compiler tabled them, and shard
+//! blocks (spec section 6) as pure functions of the mesh (checkpoints written
+//! on another mesh are re-split with them), so that every rank computes the
+//! same answer without talking to the others.
 
 use pjc_ir::{Mesh, Sharding};
+use pjc_plan::GroupTable;
 
-/// The group of `device` over `axes`: its members in group order (the listed
-/// axes, first listed major), `device`'s position in it, and a color shared
-/// by exactly the members of this group (the device id with the listed axes'
-/// coordinates set to 0), as `MPI_Comm_split` needs.
+/// `device`'s group in a compiled group table: its members in group order,
+/// `device`'s position in it, and a color shared by exactly the members of
+/// this group (the group's index in the table), as `MPI_Comm_split` needs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GroupOf {
     pub members: Vec<u64>,
@@ -15,15 +16,15 @@ pub struct GroupOf {
     pub color: u64,
 }
 
-/// Computes [`GroupOf`]; `axes` must be axes of `mesh`.
-pub fn group_of(mesh: &Mesh, axes: &[String], device: u64) -> Result<GroupOf, String> {
-    let (members, pos) = mesh.group(axes, device)?;
-    // Color: the device with the listed axes' coordinates set to 0.
-    let mut base = mesh.coords(device);
-    for a in axes {
-        base[mesh.axis(a).expect("checked by Mesh::group")] = 0;
-    }
-    Ok(GroupOf { members, pos, color: mesh.device(&base) })
+/// Looks `device` up in `table` (which the compiler built over the mesh).
+pub fn group_of(table: &GroupTable, device: u64) -> Result<GroupOf, String> {
+    let (g, pos) = table.find(device).ok_or_else(|| format!("device {device} is in no group over [{}] (a damaged executable?)", table.axes.join(", ")))?;
+    Ok(GroupOf { members: table.groups[g].clone(), pos, color: g as u64 })
+}
+
+/// The table of `axes` among a program's group tables.
+pub fn table_for<'t>(tables: &'t [GroupTable], axes: &[String]) -> Result<&'t GroupTable, String> {
+    tables.iter().find(|t| t.axes == axes).ok_or_else(|| format!("the executable carries no device groups over [{}]", axes.join(", ")))
 }
 
 /// The block of a global array of shape `global` that `device` holds under
@@ -68,19 +69,16 @@ mod tests {
     }
 
     #[test]
-    fn groups_follow_the_listed_axis_order() {
+    fn groups_come_from_the_table() {
         let m = mesh(&[("a", 2), ("b", 3)]);
         // device 4 = (a=1, b=1)
-        let g = group_of(&m, &s(&["b"]), 4).unwrap();
-        assert_eq!((g.members, g.pos, g.color), (vec![3, 4, 5], 1, 3));
-        let g = group_of(&m, &s(&["a"]), 4).unwrap();
-        assert_eq!((g.members, g.pos, g.color), (vec![1, 4], 1, 1));
-        let g = group_of(&m, &s(&["a", "b"]), 4).unwrap();
-        assert_eq!((g.members, g.pos, g.color), (vec![0, 1, 2, 3, 4, 5], 4, 0));
+        let t = GroupTable::build(&m, &s(&["b"])).unwrap();
+        assert_eq!(group_of(&t, 4).unwrap(), GroupOf { members: vec![3, 4, 5], pos: 1, color: 1 });
         // b major: order (b=0,a=0),(b=0,a=1),(b=1,a=0),... = 0,3,1,4,2,5.
-        let g = group_of(&m, &s(&["b", "a"]), 4).unwrap();
-        assert_eq!((g.members, g.pos, g.color), (vec![0, 3, 1, 4, 2, 5], 3, 0));
-        assert!(group_of(&m, &s(&["c"]), 0).is_err());
+        let t = GroupTable::build(&m, &s(&["b", "a"])).unwrap();
+        assert_eq!(group_of(&t, 4).unwrap(), GroupOf { members: vec![0, 3, 1, 4, 2, 5], pos: 3, color: 0 });
+        assert!(group_of(&t, 6).is_err());
+        assert!(table_for(&[t], &s(&["a"])).is_err());
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! - [`groups`]: device groups and shard blocks as pure functions of the mesh.
 //! - [`collectives`]: one communicator per group of every axis list a plan
 //!   uses, built up front; the five collectives and `axis_index`
-//!   ([`MpiCollectives`], also a `pjc_fusion::exec::Collectives`), with
+//!   ([`MpiCollectives`], also a `pjc_plan::exec::Collectives`), with
 //!   fixed-order (bitwise reproducible) reductions.
 //! - [`memory`]: the host memory a program implies, checked before allocating.
 //! - [`pack`]: byte packing for non-leading dimensions and shard blocks.

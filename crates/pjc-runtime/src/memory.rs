@@ -3,7 +3,8 @@
 //! one `error:` line naming the largest part and the bytes needed, not an
 //! allocator abort (docs/executable.md).
 
-use crate::exe::{DeviceChoice, Program};
+use crate::exe::DeviceChoice;
+use pjc_plan::Artifact;
 use crate::world::World;
 use crate::RuntimeError;
 
@@ -12,7 +13,7 @@ fn show(n: Option<u64>) -> String {
 }
 
 /// The parts of this rank's host memory: (what, bytes).
-pub fn needs(world: &World, p: &Program, kind: DeviceChoice) -> Vec<(String, Option<u64>)> {
+pub fn needs(world: &World, p: &Artifact, kind: DeviceChoice) -> Vec<(String, Option<u64>)> {
     let mut parts = vec![];
     if kind != DeviceChoice::Cuda {
         for b in &p.plan.buffers {
@@ -21,11 +22,11 @@ pub fn needs(world: &World, p: &Program, kind: DeviceChoice) -> Vec<(String, Opt
     }
     if world.rank() == 0 {
         // The results are gathered here: every rank's block, then the array.
-        for (k, r) in p.spmd.results.iter().enumerate() {
-            let g = pjc_ir::infer::global_type(&r.ty, r.sharding.as_ref(), &p.mesh);
-            let blocks = r.ty.checked_bytes().and_then(|n| n.checked_mul(world.size() as u64));
+        for r in &p.results {
+            let g = &r.global;
+            let blocks = r.local.checked_bytes().and_then(|n| n.checked_mul(world.size() as u64));
             let both = g.checked_bytes().zip(blocks).and_then(|(a, b)| a.checked_add(b));
-            parts.push((format!("gathering result '{}' ({g})", p.spmd.result_name(k)), both));
+            parts.push((format!("gathering result '{}' ({g})", r.name), both));
         }
     }
     parts
@@ -33,7 +34,7 @@ pub fn needs(world: &World, p: &Program, kind: DeviceChoice) -> Vec<(String, Opt
 
 /// Fails when this rank's memory cannot fit: the total is past 2^64, or
 /// more than this machine has available for each of its processes.
-pub fn check(world: &World, p: &Program, kind: DeviceChoice) -> Result<(), RuntimeError> {
+pub fn check(world: &World, p: &Artifact, kind: DeviceChoice) -> Result<(), RuntimeError> {
     let mut parts = needs(world, p, kind);
     // GPU buffers are the GPU's to refuse, but their sizes must be numbers.
     parts.extend(p.plan.buffers.iter().filter(|b| kind == DeviceChoice::Cuda && b.ty.checked_bytes().is_none()).map(|b| (format!("buffer %{} ({})", b.name, b.ty), None)));
@@ -58,7 +59,6 @@ pub fn check(world: &World, p: &Program, kind: DeviceChoice) -> Result<(), Runti
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use pjc_ir::TensorType;
 
     #[test]

@@ -10,7 +10,9 @@
 //!
 //! The ELF loader ignores bytes past the program's segments, so the file is
 //! still the runner executable; the runner opens itself (`/proc/self/exe`)
-//! and reads the trailer.
+//! and reads the trailer. Today one section is written: the compiled
+//! artefact ([`section::ARTIFACT`]), whose own header carries its format,
+//! schema and hash.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -21,20 +23,8 @@ const TRAILER: usize = 24;
 
 /// Section names.
 pub mod section {
-    /// The pjc version that compiled the program.
-    pub const VERSION: &str = "version";
-    /// The entry function's name.
-    pub const ENTRY: &str = "entry";
-    /// The per-device program (`pjc compile --emit spmd` text of the entry).
-    pub const SPMD: &str = "spmd.pir";
-    /// The host kernels: an x86-64 shared object.
-    pub const KERNELS_SO: &str = "kernels.so";
-    /// The GPU kernels: PTX text.
-    pub const PTX: &str = "kernels.ptx";
-    /// Launch information of the PTX kernels, one line each.
-    pub const PTX_KERNELS: &str = "kernels.ptx.launch";
-    /// Why there is no PTX (when there is none).
-    pub const NO_PTX: &str = "no-ptx";
+    /// The compiled artefact (`pjc_plan::Artifact`: versioned, hashed).
+    pub const ARTIFACT: &str = "artifact";
 }
 
 /// A payload: named byte sections, in order.
@@ -127,37 +117,6 @@ impl Payload {
     }
 }
 
-/// PTX launch information as text lines:
-/// `NAME POINTS BLOCK|- VECTOR_WIDTH BUF,BUF,...`.
-pub fn ptx_kernels_to_text(ks: &[pjc_host::PtxKernel]) -> String {
-    let mut s = String::new();
-    for k in ks {
-        let block = k.required_block.map_or("-".to_string(), |b| b.to_string());
-        let bufs: Vec<String> = k.buffers.iter().map(|b| b.to_string()).collect();
-        s.push_str(&format!("{} {} {} {} {}\n", k.name, k.points, block, k.vector_width, bufs.join(",")));
-    }
-    s
-}
-
-pub fn ptx_kernels_from_text(s: &str) -> Result<Vec<pjc_host::PtxKernel>, String> {
-    let bad = |l: &str| format!("bad PTX launch line '{l}'");
-    s.lines()
-        .map(|l| {
-            let f: Vec<&str> = l.split(' ').collect();
-            if f.len() != 5 {
-                return Err(bad(l));
-            }
-            Ok(pjc_host::PtxKernel {
-                name: f[0].to_string(),
-                points: f[1].parse().map_err(|_| bad(l))?,
-                required_block: if f[2] == "-" { None } else { Some(f[2].parse().map_err(|_| bad(l))?) },
-                vector_width: f[3].parse().map_err(|_| bad(l))?,
-                buffers: if f[4].is_empty() { vec![] } else { f[4].split(',').map(|b| b.parse().map_err(|_| bad(l))).collect::<Result<_, _>>()? },
-            })
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,14 +150,5 @@ mod tests {
         for cut in 1..b.len() {
             assert!(Payload::from_bytes(&b[..cut]).is_err(), "cut at {cut}");
         }
-    }
-
-    #[test]
-    fn ptx_launch_lines_round_trip() {
-        let ks = vec![
-            pjc_host::PtxKernel { name: "k0_add".into(), points: 12, required_block: None, buffers: vec![0, 3], vector_width: 4 },
-            pjc_host::PtxKernel { name: "k1_reduce".into(), points: 1, required_block: Some(256), buffers: vec![2], vector_width: 1 },
-        ];
-        assert_eq!(ptx_kernels_from_text(&ptx_kernels_to_text(&ks)).unwrap(), ks);
     }
 }

@@ -1,15 +1,18 @@
 //! `pjc compile FILE.pir -o OUT`: a standalone executable.
 //!
-//! OUT is a copy of `pjc-runner` (the runtime, built with pjc; no LLVM in it)
-//! followed by the compiled program (pjc_runtime::payload): the per-device
-//! program as canonical PIR text (the runner re-plans it; this function checks
-//! that the re-planned plan is the one compiled), the host kernels as an
-//! x86-64 shared object (LLVM object code linked by the system C compiler
-//! driver, `cc` or `$CC`), and the GPU kernels as PTX with their launch
-//! information. See docs/executable.md.
+//! OUT is a copy of `pjc-runner` (the runtime, built with pjc; no LLVM, front
+//! end or planner in it) followed by the compiled artefact
+//! ([`pjc_plan::Artifact`] in a pjc_runtime::payload section): the kernel
+//! plan and buffer plan of the per-device program, the device groups of its
+//! collectives, the entry's parameter and result metadata, the host kernels
+//! as an x86-64 shared object (LLVM object code linked by the system C
+//! compiler driver, `cc` or `$CC`), and the GPU kernels as PTX with their
+//! launch information. The runner decodes it and runs it; it re-derives
+//! nothing. See docs/executable.md.
 
 use crate::Failure;
-use pjc_runtime::payload::{ptx_kernels_to_text, section, Payload};
+use pjc_plan::{Artifact, GroupTable, Port};
+use pjc_runtime::payload::{section, Payload};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -79,45 +82,63 @@ fn link_shared(object: &[u8], libmvec: bool) -> Result<Vec<u8>, Failure> {
     result
 }
 
+/// The entry's parameters and results as the outside world sees them.
+fn ports(f: &pjc_ir::Function, mesh: &pjc_ir::Mesh) -> (Vec<Port>, Vec<Port>) {
+    let port = |name: String, local: &pjc_ir::TensorType, sharding: Option<&pjc_ir::Sharding>| Port {
+        name,
+        local: local.clone(),
+        global: match f.kind {
+            pjc_ir::FuncKind::Spmd => pjc_ir::infer::global_type(local, sharding, mesh),
+            pjc_ir::FuncKind::Global => local.clone(),
+        },
+        sharding: sharding.cloned(),
+    };
+    let params = (0..f.params.len())
+        .map(|i| {
+            let v = &f.values[f.params[i]];
+            port(f.param_name(i).to_string(), &v.ty, v.sharding.as_ref())
+        })
+        .collect();
+    let results = f.results.iter().enumerate().map(|(k, r)| port(f.result_name(k), &r.ty, r.sharding.as_ref())).collect();
+    (params, results)
+}
+
 /// Compiles entry `entry` of the expanded module `m` into executable `out`.
 pub fn compile(m: &pjc_ir::Module, id: pjc_ir::FuncId, out: &Path, gpu_arch: &str) -> Result<(), Failure> {
     let entry = m.funcs[id].name.clone();
     let part = crate::partition(m, id)?;
     let single = crate::per_device(&part, &entry)?;
-    let plan_of = |module: &pjc_ir::Module| -> Result<pjc_fusion::Plan, Failure> {
-        let f = module.func_by_name(&entry).ok_or_else(|| internal(format!("the per-device program has no @{entry}")))?;
-        pjc_fusion::plan(&module.funcs[f]).map_err(|e| Failure::Env(format!("unsupported: {}", e.0)))
-    };
-    // The executable carries the per-device program as text and plans it
-    // again at start-up: compile the plan of that text, and check that it is
-    // the plan of the program itself (compared in `--emit plan` form: value
-    // numbering may differ, and NaN != NaN).
-    let text = pjc_front::print_module(&single);
-    let again = pjc_front::load(&text).map_err(|d| internal(format!("the per-device program does not parse back:\n{}", pjc_front::render("<spmd>", &text, &d))))?;
-    let plan = plan_of(&again)?;
-    if plan_of(&again)?.to_string() != plan_of(&single)?.to_string() {
-        return Err(internal("the per-device program plans differently after printing and parsing".into()));
-    }
+    let f = single.funcs.values().next().expect("one function");
+    let mesh = single.mesh_or_single();
+    let plan = pjc_fusion::plan(f).map_err(|e| Failure::Env(format!("unsupported: {}", e.0)))?;
     let object = pjc_codegen::emit_object(&plan).map_err(|e| Failure::Env(e.to_string()))?;
-    let so = link_shared(&object, pjc_codegen::cpu::uses_libmvec())?;
-    let mut p = Payload::default();
-    p.add(section::VERSION, env!("CARGO_PKG_VERSION"));
-    p.add(section::ENTRY, entry.as_str());
-    p.add(section::SPMD, text);
-    p.add(section::KERNELS_SO, so);
-    match pjc_codegen::compile_ptx(&plan, gpu_arch) {
-        Ok(ptx) => {
-            p.add(section::PTX, ptx.ptx.as_str());
-            p.add(section::PTX_KERNELS, ptx_kernels_to_text(&ptx.kernels));
-            p.add("gpu-arch", gpu_arch);
-        }
+    let kernels_so = link_shared(&object, pjc_codegen::cpu::uses_libmvec())?;
+    let ptx = match pjc_codegen::compile_ptx(&plan, gpu_arch) {
+        Ok(ptx) => Ok(ptx),
         Err(pjc_codegen::CodegenError::Input(m)) => return Err(Failure::Env(m)),
         Err(e) => {
             eprintln!("warning: the executable gets no GPU code and runs on CPUs only: {e}");
             // `--list-devices` prints it: say that it is about the compiling machine.
-            p.add(section::NO_PTX, format!("when it was compiled: {e}"));
+            Err(format!("when it was compiled: {e}"))
         }
-    }
+    };
+    let (params, results) = ports(f, &mesh);
+    let carried_pairs = crate::carried(f);
+    let artifact = Artifact {
+        entry,
+        memory: pjc_fusion::plan_memory(&plan, &carried_pairs),
+        groups: GroupTable::for_plan(&plan, &mesh).map_err(internal)?,
+        carried: carried_pairs.iter().map(|&(i, k)| (k, i)).collect(),
+        mesh,
+        params,
+        results,
+        plan,
+        kernels_so,
+        ptx,
+    };
+    let bytes = artifact.to_bytes().map_err(|e| internal(e.to_string()))?;
+    let mut p = Payload::default();
+    p.add(section::ARTIFACT, bytes);
     let runner_path = find_runner()?;
     let runner = std::fs::read(&runner_path).map_err(|e| Failure::Env(format!("cannot read '{}': {}", runner_path.display(), crate::io_reason(&e))))?;
     if pjc_runtime::payload::Payload::read_from(&runner_path).ok().flatten().is_some() {

@@ -216,7 +216,7 @@ pub(crate) fn per_device(part: &pjc_partition::Partitioned, entry: &str) -> Resu
 }
 
 /// The kernel plan of the entry's per-device program, and that program.
-fn kernel_plan_of(m: &pjc_ir::Module, id: pjc_ir::FuncId) -> Result<(pjc_fusion::Plan, pjc_ir::Function), Failure> {
+fn kernel_plan_of(m: &pjc_ir::Module, id: pjc_ir::FuncId) -> Result<(pjc_plan::Plan, pjc_ir::Function), Failure> {
     let part = partition(m, id)?;
     let single = per_device(&part, &m.funcs[id].name)?;
     let f = single.funcs.values().next().expect("one function").clone();
@@ -225,12 +225,12 @@ fn kernel_plan_of(m: &pjc_ir::Module, id: pjc_ir::FuncId) -> Result<(pjc_fusion:
 }
 
 /// The kernel plan of the entry's per-device program.
-fn kernel_plan(m: &pjc_ir::Module, id: pjc_ir::FuncId) -> Result<pjc_fusion::Plan, Failure> {
+fn kernel_plan(m: &pjc_ir::Module, id: pjc_ir::FuncId) -> Result<pjc_plan::Plan, Failure> {
     kernel_plan_of(m, id).map(|(p, _)| p)
 }
 
 /// (parameter, result) index pairs of state-carry results.
-fn carried(f: &pjc_ir::Function) -> Vec<(usize, usize)> {
+pub(crate) fn carried(f: &pjc_ir::Function) -> Vec<(usize, usize)> {
     (0..f.results.len())
         .filter_map(|k| (0..f.params.len()).find(|&i| f.param_name(i) == f.result_name(k)).map(|i| (i, k)))
         .collect()
@@ -322,12 +322,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
             match pjc_fusion::plan(f) {
                 Ok(plan) => {
                     let mem = pjc_fusion::plan_memory(&plan, &carried(f));
-                    let count = |k: fn(&pjc_fusion::Step) -> bool| plan.steps.iter().filter(|s| k(s)).count();
+                    let count = |k: fn(&pjc_plan::Step) -> bool| plan.steps.iter().filter(|s| k(s)).count();
                     println!(
                         "\nkernel plan: {} fused kernels, {} library calls, {} collectives (pjc compile --emit plan shows it)",
-                        count(|s| matches!(s, pjc_fusion::Step::Kernel(_))),
-                        count(|s| matches!(s, pjc_fusion::Step::Library { .. })),
-                        count(|s| matches!(s, pjc_fusion::Step::Collective { .. })),
+                        count(|s| matches!(s, pjc_plan::Step::Kernel(_))),
+                        count(|s| matches!(s, pjc_plan::Step::Library { .. })),
+                        count(|s| matches!(s, pjc_plan::Step::Collective { .. })),
                     );
                     println!("peak memory per device: {} bytes (parameters, results and live temporaries)", mem.peak);
                 }

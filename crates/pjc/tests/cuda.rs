@@ -5,7 +5,7 @@
 //! `carry`. Without a GPU (CI) it checks that construction fails with a
 //! clear error and prints why the GPU part was skipped.
 
-use pjc_fusion::plan::Step;
+use pjc_plan::Step;
 use pjc_ir::Opcode;
 use pjc_runtime::backend::Backend;
 use pjc_runtime::cuda::{probe, CudaBackend};
@@ -36,7 +36,7 @@ spmd func @main(%a: f32[8,16], %b: f32[16,4], %bt: f32[4,16], %c: f32[3,8,16], %
 }
 "#;
 
-fn inputs(plan: &pjc_fusion::plan::Plan) -> Vec<Tensor> {
+fn inputs(plan: &pjc_plan::Plan) -> Vec<Tensor> {
     plan.params
         .iter()
         .enumerate()
@@ -101,7 +101,7 @@ fn cuda_backend_matches_the_reference() {
     if let Some(r) = reason {
         // No GPU: construction must fail cleanly.
         let ptx = ptx.unwrap_or_else(|_| pjc_codegen::PtxModule { arch: "sm_90".into(), ptx: String::new(), kernels: vec![] });
-        match CudaBackend::new(plan, &ptx, &world, &mesh) {
+        match CudaBackend::new(plan, &ptx, &world, &mesh, &pjc_plan::GroupTable::for_plan(plan, &mesh).unwrap()) {
             Err(RuntimeError::Env(msg)) => assert!(msg.contains("CUDA"), "{msg}"),
             Err(e) => panic!("unexpected error: {e:?}"),
             Ok(_) => panic!("a CUDA backend without a GPU"),
@@ -111,9 +111,9 @@ fn cuda_backend_matches_the_reference() {
     }
 
     let ptx = ptx.unwrap();
-    let want = pjc_fusion::exec::execute(plan, &args, &mut pjc_fusion::exec::SingleDevice).unwrap();
+    let want = pjc_plan::exec::execute(plan, &args, &mut pjc_plan::exec::SingleDevice).unwrap();
 
-    let mut be = CudaBackend::new(plan, &ptx, &world, &mesh).unwrap();
+    let mut be = CudaBackend::new(plan, &ptx, &world, &mesh, &pjc_plan::GroupTable::for_plan(plan, &mesh).unwrap()).unwrap();
     for (i, t) in args.iter().enumerate() {
         be.set_param(i, t).unwrap();
     }

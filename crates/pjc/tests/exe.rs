@@ -671,6 +671,25 @@ fn the_bare_runner_and_damaged_executables_are_clear_errors() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.starts_with("error:") && !err.contains("panicked"), "{err}");
+    // Inside the artefact (it starts right after the runner's bytes: find
+    // its magic): a flipped byte of the plan fails the hash; another format
+    // or another schema (a runner built from other sources) is refused
+    // before anything is decoded.
+    let good = std::fs::read(&exe).unwrap();
+    let at = good.windows(8).rposition(|w| w == b"PJCARTF\0").expect("the artefact's magic");
+    for (what, offset, want) in [
+        ("body", good.len() - 200, "this executable is damaged: its program fails its hash check"),
+        ("format", at + 8, "cannot run with this runtime: its program has format"),
+        ("schema", at + 12, "cannot run with this runtime: its program was compiled by pjc"),
+    ] {
+        let mut bytes = good.clone();
+        bytes[offset] ^= 0x40;
+        std::fs::write(&bad, &bytes).unwrap();
+        let o = launch_exe(None, &bad, &[]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{what}: {err}");
+        assert!(err.starts_with("error:") && err.contains(want) && err.lines().count() == 1, "{what}: {err}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

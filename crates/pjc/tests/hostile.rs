@@ -110,7 +110,7 @@ fn a_chain_of_14000_statements_compiles_to_an_executable() {
     let (c, plan, err) = pjc(&["compile", p.to_str().unwrap(), "--emit", "plan"]);
     assert_eq!(c, 0, "{err}");
     let kernels = plan.lines().filter(|l| l.trim_start().starts_with("kernel")).count();
-    assert!(kernels >= 14_000 / pjc_fusion::plan::MAX_FUSION_DEPTH, "{kernels} kernels");
+    assert!(kernels >= 14_000 / pjc_fusion::MAX_FUSION_DEPTH, "{kernels} kernels");
     let _ = std::fs::remove_dir_all(&d);
 }
 

@@ -1,7 +1,7 @@
 //! Helpers shared by the code generator's tests.
 #![allow(dead_code)]
 
-use pjc_fusion::plan::{Plan, Step};
+use pjc_plan::{Plan, Step};
 use pjc_ir::{DType, FuncKind, Module};
 use pjc_tensor::{Lanes, Tensor};
 use std::path::{Path, PathBuf};

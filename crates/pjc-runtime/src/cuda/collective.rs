@@ -1,6 +1,6 @@
 //! The collectives of spec section 8 with NCCL, on the backend's one stream.
 //!
-//! **Communicators.** Every axis list of `collective_axes(plan)` gets one NCCL
+//! **Communicators.** Every compiled group table (`pjc_plan::GroupTable`) gets one NCCL
 //! communicator per group, built before the first run: the group's position 0
 //! creates the unique id (`ncclGetUniqueId`) and broadcasts it over an MPI
 //! communicator of the group (split exactly as `collectives.rs` splits it), then
@@ -34,7 +34,8 @@ use crate::RuntimeError;
 use cudarc::driver::sys;
 use cudarc::nccl::sys::{ncclDataType_t as Nt, ncclRedOp_t as Nop, ncclUniqueId};
 use mpi::traits::*;
-use pjc_ir::{DType, InstData, Mesh, Opcode, TensorType};
+use pjc_ir::{DType, InstData, Opcode, TensorType};
+use pjc_plan::GroupTable;
 use std::ffi::{c_int, c_void};
 
 /// One device's group over an axis list.
@@ -48,11 +49,12 @@ pub struct Group {
 
 /// Builds the groups of every axis list (collective over the world: every
 /// rank calls it with the same lists, in the same order).
-pub fn build_groups(world: &World, mesh: &Mesh, axes: &[Vec<String>], nccl: Option<&Nccl>) -> Result<Vec<Group>, RuntimeError> {
+pub fn build_groups(world: &World, tables: &[GroupTable], nccl: Option<&Nccl>) -> Result<Vec<Group>, RuntimeError> {
     let device = world.rank() as u64;
     let mut groups: Vec<Group> = vec![];
-    for a in axes {
-        let (g, mpi_comm) = group_comm(world, mesh, a, device)?;
+    for t in tables {
+        let a = &t.axes;
+        let (g, mpi_comm) = group_comm(world, t, device)?;
         let size = g.members.len();
         let Some(api) = nccl else {
             if size > 1 {

@@ -37,8 +37,9 @@ use crate::world::World;
 use crate::RuntimeError;
 use cudarc::cublas::{self, CudaBlas};
 use cudarc::driver::{result, sys, CudaContext, CudaStream};
-use pjc_fusion::plan::{BufferKind, Plan, Step};
-use pjc_host::{HostError, PtxModule, StepHooks};
+use pjc_plan::{BufferKind, Plan, Step};
+use pjc_host::{HostError, StepHooks};
+use pjc_plan::{GroupTable, PtxModule};
 use pjc_ir::{DType, InstData, Mesh, Opcode, TensorType};
 use pjc_tensor::Tensor;
 use std::ffi::{c_int, c_void, CStr, CString};
@@ -186,6 +187,8 @@ pub struct CudaBackend {
     scratch: [Option<DevMem>; 2],
     carry_scratch: Option<DevMem>,
     groups: Vec<Group>,
+    /// The compiled device groups of every axis list the collectives use.
+    tables: Vec<GroupTable>,
     nccl: Option<&'static Nccl>,
     blas: Option<CudaBlas>,
     module: Option<sys::CUmodule>,
@@ -204,9 +207,9 @@ impl CudaBackend {
     /// (every rank calls it for the same plan): the ranks agree that their
     /// local set-up succeeded before building communicators, so one rank's
     /// failure is every rank's error rather than a hang.
-    pub fn new(plan: &Plan, ptx: &PtxModule, world: &World, mesh: &Mesh) -> Result<CudaBackend, RuntimeError> {
+    pub fn new(plan: &Plan, ptx: &PtxModule, world: &World, mesh: &Mesh, tables: &[GroupTable]) -> Result<CudaBackend, RuntimeError> {
         world.check_device_count(mesh)?;
-        let local = CudaBackend::local(plan, ptx, world, mesh);
+        let local = CudaBackend::local(plan, ptx, world, mesh, tables);
         // Agree before the collective part.
         let codes = world.all_codes(match &local {
             Ok(_) => 0,
@@ -216,12 +219,12 @@ impl CudaBackend {
         if let Some((rank, &code)) = codes.iter().enumerate().find(|(_, &c)| c != 0) {
             return Err(RuntimeError::Elsewhere { rank, code: code as i32 });
         }
-        be.connect(plan, world, mesh)?;
+        be.connect(world)?;
         Ok(be)
     }
 
     /// The per-process part of [`CudaBackend::new`].
-    fn local(plan: &Plan, ptx: &PtxModule, world: &World, mesh: &Mesh) -> Result<CudaBackend, RuntimeError> {
+    fn local(plan: &Plan, ptx: &PtxModule, world: &World, mesh: &Mesh, tables: &[GroupTable]) -> Result<CudaBackend, RuntimeError> {
         let count = probe().map_err(|e| RuntimeError::Env(format!("the CUDA backend cannot run: {e}")))?;
         let ordinal = local_rank(world) % count;
         let (ctx, stream) = guarded("creating the CUDA context", || {
@@ -238,6 +241,7 @@ impl CudaBackend {
             scratch: [None, None],
             carry_scratch: None,
             groups: vec![],
+            tables: tables.to_vec(),
             nccl: None,
             blas: None,
             module: None,
@@ -249,7 +253,7 @@ impl CudaBackend {
         };
         be.load_module(ptx)?;
         be.alloc_buffers()?;
-        be.prepare_steps(ptx, world, mesh)?;
+        be.prepare_steps(ptx, world)?;
         Ok(be)
     }
 
@@ -292,22 +296,21 @@ impl CudaBackend {
         }
         for (i, b) in self.plan.buffers.iter().enumerate() {
             if let BufferKind::Constant(lit) = &b.kind {
-                let bytes = pjc_tensor::buf_to_le_bytes(&pjc_fusion::exec::literal_tensor(lit, &b.ty).data);
+                let bytes = pjc_tensor::buf_to_le_bytes(&pjc_plan::exec::literal_tensor(lit, &b.ty).data);
                 self.upload(i, &bytes)?;
             }
         }
         Ok(())
     }
 
-    fn prepare_steps(&mut self, ptx: &PtxModule, world: &World, mesh: &Mesh) -> Result<(), RuntimeError> {
+    fn prepare_steps(&mut self, ptx: &PtxModule, world: &World) -> Result<(), RuntimeError> {
         let module = self.module.expect("loaded first");
         let sms = self.ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(cuda("cannot query the GPU"))?;
         let cap = geometry::max_blocks(sms.max(1) as u32);
         // NCCL: required when a group has several devices; used for groups
         // of one too when it loads (see `collective`).
-        let axes_list = crate::collectives::collective_axes(&self.plan);
-        if !axes_list.is_empty() {
-            let multi = axes_list.iter().find(|a| mesh.group_size(a.iter().map(|s| s.as_str())) > 1);
+        if !self.tables.is_empty() {
+            let multi = self.tables.iter().find(|t| t.groups.first().is_some_and(|g| g.len() > 1)).map(|t| &t.axes);
             self.nccl = match (libs::nccl(), multi) {
                 (Ok(api), _) => Some(api),
                 (Err(e), Some(a)) => {
@@ -350,10 +353,11 @@ impl CudaBackend {
                     if input == output {
                         return Err(RuntimeError::Internal(format!("collective '{}' reads and writes one buffer", inst.op)));
                     }
-                    // The group is known from the axes alone; the op needs
-                    // its size and our position.
+                    // The compiled group table of its axes gives the group's
+                    // size and our position.
                     let axes = inst.attr("axes").and_then(|a| a.as_idents()).unwrap_or_default();
-                    let g = crate::groups::group_of(mesh, &axes, world.rank() as u64).map_err(RuntimeError::Program)?;
+                    let group = self.tables.iter().position(|t| t.axes == axes).ok_or_else(|| RuntimeError::Internal(format!("the executable carries no device groups over [{}]", axes.join(", "))))?;
+                    let g = crate::groups::group_of(&self.tables[group], world.rank() as u64).map_err(RuntimeError::Program)?;
                     let n = g.members.len();
                     let (in_ty, out_ty) = (&self.plan.buffers[*input].ty, &self.plan.buffers[*output].ty);
                     let op = collective::plan_collective(inst, in_ty, out_ty, n, g.pos, self.nccl.is_some())?;
@@ -366,7 +370,6 @@ impl CudaBackend {
                             self.scratch[s] = Some(CudaBackend::alloc(bytes)?);
                         }
                     }
-                    let group = axes_list.iter().position(|a| *a == axes).expect("collective_axes lists every collective's axes");
                     Exec::Collective { group, input: *input, output: *output, op }
                 }
             };
@@ -420,13 +423,12 @@ impl CudaBackend {
     }
 
     /// Builds the NCCL communicators (collective over the world).
-    fn connect(&mut self, plan: &Plan, world: &World, mesh: &Mesh) -> Result<(), RuntimeError> {
-        let axes = crate::collectives::collective_axes(plan);
-        if axes.is_empty() {
+    fn connect(&mut self, world: &World) -> Result<(), RuntimeError> {
+        if self.tables.is_empty() {
             return Ok(());
         }
         self.ctx.bind_to_thread().map_err(cuda("binding the CUDA context"))?;
-        self.groups = collective::build_groups(world, mesh, &axes, self.nccl)?;
+        self.groups = collective::build_groups(world, &self.tables, self.nccl)?;
         Ok(())
     }
 
@@ -720,7 +722,7 @@ mod tests {
         let ptx = PtxModule { arch: "sm_90".into(), ptx: String::new(), kernels: vec![] };
         let world = World::single();
         let mesh = Mesh { axes: vec![] };
-        match CudaBackend::new(&plan, &ptx, &world, &mesh) {
+        match CudaBackend::new(&plan, &ptx, &world, &mesh, &[]) {
             Err(RuntimeError::Env(m)) => assert!(m.contains("CUDA"), "{m}"),
             Err(e) => panic!("unexpected error kind: {e:?}"),
             Ok(_) => panic!("a backend without a GPU"),

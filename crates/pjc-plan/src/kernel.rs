@@ -14,6 +14,7 @@
 //! the element type once (round to nearest even).
 
 use pjc_ir::{DType, Opcode};
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// A node of a kernel body.
@@ -27,7 +28,7 @@ pub fn compute_type(d: DType) -> DType {
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Node {
     /// Coordinate `k` of the iteration point (i64).
     Coord(usize),
@@ -53,7 +54,7 @@ pub enum Node {
     Index { op: IndexOp, a: NodeId, b: NodeId },
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum IndexOp {
     Add,
     Sub,
@@ -68,7 +69,7 @@ pub enum IndexOp {
     Lt,
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CmpDir {
     Eq,
     Ne,
@@ -93,7 +94,7 @@ impl CmpDir {
 }
 
 /// How a reduction kernel combines values.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ReduceKind {
     Sum,
     Prod,
@@ -104,7 +105,7 @@ pub enum ReduceKind {
 }
 
 /// The reduction loop of a kernel.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Reduction {
     /// Sizes of the reduced dims (coordinates `shape.len()..`).
     pub shape: Vec<u64>,
@@ -114,7 +115,7 @@ pub struct Reduction {
 }
 
 /// A buffer a kernel reads or writes.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BufferArg {
     /// Which plan buffer.
     pub buffer: usize,
@@ -122,7 +123,7 @@ pub struct BufferArg {
 }
 
 /// One loop kernel.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Kernel {
     pub name: String,
     /// The iteration space (the outputs' shape).
