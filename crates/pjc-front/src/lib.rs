@@ -11,7 +11,7 @@ pub mod verify;
 pub use diag::{render, Diag};
 pub use parser::parse;
 pub use printer::{format_float, print_module};
-pub use verify::{check_entry, verify};
+pub use verify::{check, check_entry, verify};
 
 /// Parses and verifies, returning the module or every diagnostic.
 pub fn load(src: &str) -> Result<pjc_ir::Module, Vec<Diag>> {

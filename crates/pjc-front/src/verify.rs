@@ -29,8 +29,60 @@ use pjc_ir::{
 };
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-/// Verifies `m`, filling in inferred result types. Returns every error found.
+/// Verifies `m`, filling in inferred result types and putting attributes in
+/// canonical form (defaults dropped, table order). Returns every error found.
 pub fn verify(m: &mut Module) -> Result<(), Vec<Diag>> {
+    let (d, fixes) = run(m);
+    for (id, f) in fixes {
+        let func = &mut m.funcs[id];
+        for (v, t) in f.types {
+            func.values[v].ty = t;
+        }
+        for (i, attrs) in f.attrs {
+            func.insts[i].attrs = attrs;
+        }
+    }
+    if d.is_empty() {
+        Ok(())
+    } else {
+        Err(d)
+    }
+}
+
+/// Checks that `m` is a verified module as it stands, without changing it:
+/// every error `verify` would report, and besides, a result left untyped or
+/// attributes not in canonical form (what `verify` would have fixed) are
+/// errors. What compiler stages run between each other (pjc's pipeline).
+pub fn check(m: &Module) -> Result<(), Vec<Diag>> {
+    let (mut d, fixes) = run(m);
+    for (id, f) in fixes {
+        let func = &m.funcs[id];
+        for (v, t) in &f.types {
+            let val = &func.values[*v];
+            d.push(Diag::new(val.span, format!("%{} in @{} has type {}, but its instruction gives {t}", val.name, func.name, val.ty)));
+        }
+        for i in f.attrs.keys() {
+            let inst = &func.insts[*i];
+            d.push(Diag::new(inst.span, format!("the attributes of '{}' in @{} are not in canonical form (a default written out, or out of the op table's order)", inst.op, func.name)));
+        }
+    }
+    if d.is_empty() {
+        Ok(())
+    } else {
+        Err(d)
+    }
+}
+
+/// What verification would change in one function: inferred result types
+/// and canonical attribute lists (only those that differ).
+#[derive(Default)]
+struct Fixes {
+    types: HashMap<Value, TensorType>,
+    attrs: HashMap<pjc_ir::Inst, Vec<pjc_ir::Attr>>,
+}
+
+/// Every error, and what `verify` would fix, per function.
+fn run(m: &Module) -> (Vec<Diag>, Vec<(FuncId, Fixes)>) {
     let mut d = Vec::new();
     let mesh = m.mesh_or_single();
     // Function names.
@@ -44,21 +96,31 @@ pub fn verify(m: &mut Module) -> Result<(), Vec<Diag>> {
         signature(f, &mesh, &mut d);
     }
     let sigs = pjc_ir::builder::signatures(m);
-    let ids: Vec<FuncId> = m.funcs.keys().collect();
-    for id in ids {
-        body(&mut m.funcs[id], &mesh, &sigs, &mut d);
+    let mut fixes = vec![];
+    for (id, f) in m.funcs.iter() {
+        let mut fx = Fixes::default();
+        body(f, &mesh, &sigs, &mut d, &mut fx);
+        if !fx.types.is_empty() || !fx.attrs.is_empty() {
+            fixes.push((id, fx));
+        }
     }
     call_cycles(m, &mut d);
     if d.is_empty() {
-        for f in m.funcs.values().filter(|f| f.kind == FuncKind::Spmd) {
-            replication(f, m, &mesh, &mut d);
+        // The replication proof reads types: of the module as verified.
+        for (id, f) in m.funcs.iter().filter(|(_, f)| f.kind == FuncKind::Spmd) {
+            match fixes.iter().find(|(fid, _)| *fid == id).map(|(_, fx)| fx) {
+                Some(fx) if !fx.types.is_empty() => {
+                    let mut g = f.clone();
+                    for (v, t) in &fx.types {
+                        g.values[*v].ty = t.clone();
+                    }
+                    replication(&g, m, &mesh, &mut d);
+                }
+                _ => replication(f, m, &mesh, &mut d),
+            }
         }
     }
-    if d.is_empty() {
-        Ok(())
-    } else {
-        Err(d)
-    }
+    (d, fixes)
 }
 
 /// Checks that the entry function exists.
@@ -224,19 +286,22 @@ fn check_attrs(inst: &InstData, mesh: &Mesh, d: &mut Vec<Diag>) -> bool {
     ok
 }
 
-fn body(f: &mut Function, mesh: &Mesh, sigs: &HashMap<String, CalleeSig>, d: &mut Vec<Diag>) {
+fn body(f: &Function, mesh: &Mesh, sigs: &HashMap<String, CalleeSig>, d: &mut Vec<Diag>, fx: &mut Fixes) {
     // Values whose type is unknown because their definition had an error: uses of
     // them are skipped rather than reported again.
     let mut poisoned: HashSet<Value> = HashSet::new();
-    let body = f.body.clone();
-    for inst_id in body {
-        let inst = f.insts[inst_id].clone();
+    // A value's type as verified: inferred here, or as the IR has it.
+    fn ty<'a>(f: &'a Function, fx: &'a Fixes, v: Value) -> &'a TensorType {
+        fx.types.get(&v).unwrap_or(&f.values[v].ty)
+    }
+    for &inst_id in &f.body {
+        let inst = &f.insts[inst_id];
         let mut ok = true;
         if inst.op.def().context == Context::SpmdOnly && f.kind == FuncKind::Global {
             d.push(Diag::new(inst.op_span, format!("'{}' is only allowed in a spmd func (a func is written in the global view; pjc inserts communication itself)", inst.op)));
             ok = false;
         }
-        ok &= check_attrs(&inst, mesh, d);
+        ok &= check_attrs(inst, mesh, d);
         let callee = match &inst.callee {
             Some(name) => match sigs.get(name) {
                 Some(s) => Some(s),
@@ -252,15 +317,15 @@ fn body(f: &mut Function, mesh: &Mesh, sigs: &HashMap<String, CalleeSig>, d: &mu
             ok = false;
         }
         let written: Vec<TensorType> = if inst.types_written {
-            inst.results.iter().map(|&r| f.values[r].ty.clone()).collect()
+            inst.results.iter().map(|&r| ty(f, fx, r).clone()).collect()
         } else {
             vec![]
         };
         let mut inferred = None;
         if ok {
-            let operand_types: Vec<&TensorType> = inst.operands.iter().map(|&v| &f.values[v].ty).collect();
+            let operand_types: Vec<&TensorType> = inst.operands.iter().map(|&v| ty(f, fx, v)).collect();
             let ctx = InferCtx { mesh, caller: f.kind, callee };
-            match infer(&inst, &operand_types, inst.types_written.then_some(written.as_slice()), &ctx) {
+            match infer(inst, &operand_types, inst.types_written.then_some(written.as_slice()), &ctx) {
                 Ok(t) => inferred = Some(t),
                 Err(e) => {
                     let span = match e.blame {
@@ -275,17 +340,20 @@ fn body(f: &mut Function, mesh: &Mesh, sigs: &HashMap<String, CalleeSig>, d: &mu
         }
         if inferred.is_some() {
             // Canonical form: an attribute equal to its default is absent.
-            let operand_types: Vec<TensorType> = inst.operands.iter().map(|&v| f.values[v].ty.clone()).collect();
-            let refs: Vec<&TensorType> = operand_types.iter().collect();
+            let refs: Vec<&TensorType> = inst.operands.iter().map(|&v| ty(f, fx, v)).collect();
             let wr = pjc_ir::infer::window_rank(inst.op, &refs);
-            f.insts[inst_id].attrs.retain(|a| {
+            let mut attrs = inst.attrs.clone();
+            attrs.retain(|a| {
                 let def = inst.op.def().attrs.iter().find(|d| d.name == a.name);
                 def.and_then(|d| pjc_ir::infer::default_value(d, wr)).as_ref() != Some(&a.value)
             });
             // ...and the attributes are in the op table's order (the order the
             // printer uses), whatever order the source wrote them in.
             let rank = |name: &str| inst.op.def().attrs.iter().position(|d| d.name == name);
-            f.insts[inst_id].attrs.sort_by_key(|a| rank(&a.name));
+            attrs.sort_by_key(|a| rank(&a.name));
+            if attrs != inst.attrs {
+                fx.attrs.insert(inst_id, attrs);
+            }
         }
         match inferred {
             Some(types) => {
@@ -302,8 +370,8 @@ fn body(f: &mut Function, mesh: &Mesh, sigs: &HashMap<String, CalleeSig>, d: &mu
                             // Its uses would only repeat this error.
                             poisoned.insert(r);
                         }
-                    } else {
-                        f.values[r].ty = t;
+                    } else if f.values[r].ty != t {
+                        fx.types.insert(r, t);
                     }
                 }
             }
@@ -317,7 +385,7 @@ fn body(f: &mut Function, mesh: &Mesh, sigs: &HashMap<String, CalleeSig>, d: &mu
                 if f.kind == FuncKind::Spmd {
                     d.push(Diag::new(inst.types_span, "sharding constraints ('on' inside a body) are not allowed in a spmd func"));
                 } else if !poisoned.contains(&r) {
-                    check_sharding(s, &v.ty, mesh, true, true, &format!("%{}", v.name), inst.types_span, d);
+                    check_sharding(s, ty(f, fx, r), mesh, true, true, &format!("%{}", v.name), inst.types_span, d);
                 }
             }
         }
@@ -331,7 +399,7 @@ fn body(f: &mut Function, mesh: &Mesh, sigs: &HashMap<String, CalleeSig>, d: &mu
         if poisoned.contains(&v) {
             continue;
         }
-        let (got, want) = (&f.values[v].ty, &f.results[i].ty);
+        let (got, want) = (ty(f, fx, v), &f.results[i].ty);
         if got != want {
             d.push(Diag::new(f.ret_spans[i], format!("return value %{} has type {got}, but result '{}' is declared {want}", f.values[v].name, f.result_name(i))));
         }
@@ -392,5 +460,37 @@ fn replication(f: &Function, m: &Module, mesh: &Mesh, d: &mut Vec<Diag>) {
                 ));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_changes_nothing_and_accepts_only_the_verified_form() {
+        // An untyped result and a default written out: valid, not yet verified.
+        let src = "func @main(%x: f32[2,3]) -> (y: f32[2,3]) {\n  %y = add %x, %x\n  %z = reduce %y {dims=[1], kind=sum}\n  return %y\n}\n";
+        let parsed = crate::parse(src).unwrap();
+        let before = parsed.clone();
+        let errs = check(&parsed).unwrap_err();
+        assert_eq!(parsed, before, "check must not change the module");
+        assert!(errs.iter().any(|e| e.msg.contains("has type")), "{errs:?}");
+        let mut m = parsed;
+        verify(&mut m).unwrap();
+        check(&m).unwrap();
+        // A written-out default is reported by check, dropped by verify.
+        let src = "func @main(%x: f32[4]) -> (y: f32[2]) {\n  %y = slice %x {start=[0], limit=[2], stride=[1]}\n  return %y\n}\n";
+        let parsed = crate::parse(src).unwrap();
+        let errs = check(&parsed).unwrap_err();
+        assert!(errs.iter().any(|e| e.msg.contains("canonical form")), "{errs:?}");
+        let mut m = parsed;
+        verify(&mut m).unwrap();
+        check(&m).unwrap();
+        // Real errors are the same either way.
+        let bad = crate::parse("func @main(%x: f32[4]) -> (y: f32[3]) {\n  return %x\n}\n").unwrap();
+        let a = check(&bad).unwrap_err();
+        let b = verify(&mut bad.clone()).unwrap_err();
+        assert_eq!(a, b);
     }
 }
