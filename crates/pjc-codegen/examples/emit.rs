@@ -16,7 +16,7 @@ fn main() {
     let src = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let m = pjc_front::load(&src).unwrap_or_else(|e| panic!("{path}: {e:?}"));
     let f = &m.funcs[m.func_by_name("main").expect("no @main")];
-    let plan = pjc_fusion::plan(f).unwrap_or_else(|e| panic!("{path}: {}", e.0));
+    let plan = pjc_fusion::plan(f).unwrap_or_else(|e| panic!("{path}: {e}"));
     eprint!("{plan}");
     let out = match what.as_str() {
         "llvm-raw" => pjc_codegen::cpu::emit_llvm_unoptimized(&plan),

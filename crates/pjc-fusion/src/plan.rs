@@ -16,9 +16,21 @@ use pjc_ir::infer::resolved_attr;
 use pjc_ir::{DType, Function, InstData, Opcode, TensorType, Value, ValueDef};
 use std::collections::{HashMap, HashSet};
 
-/// Planning failures (programs the code generator does not handle yet).
+/// Planning failures inside one instruction (programs the code generator
+/// does not handle yet); [`plan`] locates them as [`Unplannable`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlanError(pub String);
+
+/// Why a function has no plan.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum Unplannable {
+    /// A construct the planner does not handle, at the value it defines.
+    #[error("in @{func}, %{value}: {msg}")]
+    Construct { func: String, value: String, msg: String },
+    /// Sizes past what a plan can address (2^64 bytes).
+    #[error("{0}")]
+    TooBig(String),
+}
 
 fn is_fusible(op: Opcode) -> bool {
     let d = op.def();
@@ -80,13 +92,17 @@ pub const MAX_FUSION_DEPTH: usize = 256;
 /// (as `plan_memory` aligns them) exceed 2^64 bytes, has no plan: byte sizes,
 /// arena offsets and the peak are u64, and loop extents and strides are derived
 /// from the shapes.
-pub fn plan(f: &Function) -> Result<Plan, PlanError> {
+pub fn plan(f: &Function) -> Result<Plan, Unplannable> {
     // Uses of each value.
     let mut users: HashMap<Value, Vec<Opcode>> = HashMap::new();
     for &i in &f.body {
         let inst = &f.insts[i];
         if matches!(inst.op, Opcode::Call | Opcode::Grad | Opcode::Vmap) {
-            return Err(PlanError(format!("unsupported: '{}' in code generation (calls are inlined and transforms expanded first)", inst.op)));
+            return Err(Unplannable::Construct {
+                func: f.name.clone(),
+                value: f.values[inst.results[0]].name.clone(),
+                msg: format!("unsupported: '{}' in code generation (calls are inlined and transforms expanded first)", inst.op),
+            });
         }
         for &v in &inst.operands {
             users.entry(v).or_default().push(inst.op);
@@ -121,12 +137,12 @@ pub fn plan(f: &Function) -> Result<Plan, PlanError> {
     }
     let mut total: u64 = 0;
     for (v, d) in f.values.iter() {
-        let too_big = || PlanError(format!("unsupported: %{} ({}) needs more than 2^64 bytes per device", d.name, d.ty));
+        let too_big = || Unplannable::TooBig(format!("unsupported: %{} ({}) needs more than 2^64 bytes per device", d.name, d.ty));
         let bytes = d.ty.checked_bytes().ok_or_else(too_big)?;
         if materialize.get(&v).copied().unwrap_or(false) {
             let aligned = crate::memory::aligned_size(bytes).ok_or_else(too_big)?;
             total = total.checked_add(aligned).ok_or_else(|| {
-                PlanError(format!("unsupported: the buffers of @{} together need more than 2^64 bytes per device", f.name))
+                Unplannable::TooBig(format!("unsupported: the buffers of @{} together need more than 2^64 bytes per device", f.name))
             })?;
         }
     }
@@ -159,7 +175,7 @@ pub fn plan(f: &Function) -> Result<Plan, PlanError> {
             p.steps.push(Step::Library { inst: inst.detached(), inputs, output });
             continue;
         }
-        let k = p.kernel(inst)?;
+        let k = p.kernel(inst).map_err(|e| Unplannable::Construct { func: f.name.clone(), value: f.values[v].name.clone(), msg: e.0 })?;
         p.steps.push(Step::Kernel(k));
     }
     let results = f.ret.iter().map(|v| p.buffer_of[v]).collect();

@@ -60,7 +60,7 @@ fn fused_plans_execute_like_the_interpreter() {
         let plan = match pjc_fusion::plan(f) {
             Ok(p) => p,
             Err(e) => {
-                failures.push(format!("{}: plan: {}", path.display(), e.0));
+                failures.push(format!("{}: plan: {e}", path.display()));
                 continue;
             }
         };

@@ -1,6 +1,7 @@
-//! The SPMD partitioner: from a `func` whose every value carries a sharding
-//! (`pjc-sharding`'s output), the `spmd func` one device runs, with the
-//! collectives the shardings require and a reason recorded for each.
+//! The SPMD partitioner: from a `func` and the shardings propagation chose for
+//! its values (`pjc-sharding`'s [`Propagation`], a side table keyed by
+//! handle), the `spmd func` one device runs, with the collectives the
+//! shardings require and a reason recorded for each.
 //!
 //! Per instruction (GSPMD's recipe, driven by the op's factor rule):
 //! 1. give every factor the axes the result's target sharding asks for;
@@ -24,6 +25,7 @@ use pjc_ir::builder::{signatures, Builder, Names};
 use pjc_ir::infer::CalleeSig;
 use pjc_ir::{FuncId, FuncKind, Function, Mesh, Module, Sharding, TensorType, Value, ValueDef};
 use reshard::dim_axes;
+use pjc_sharding::{Propagation, Slot};
 use std::collections::HashMap;
 
 pub use combine::{combine_all_reduces, COMBINE_LIMIT_BYTES};
@@ -69,12 +71,28 @@ pub struct Partitioned {
     pub collectives: Vec<Inserted>,
 }
 
-/// A program the partitioner cannot handle.
+/// A program the partitioner cannot handle (inside one instruction's
+/// lowering; [`partition`] locates it as an [`Unsupported`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartitionError(pub String);
 
+/// Why [`partition`] failed, and where: the instruction's span in the
+/// source (when it has one) and the function and value it defines.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("in @{func}{}: {msg}", value.as_ref().map(|v| format!(", %{v}")).unwrap_or_default())]
+pub struct Unsupported {
+    pub msg: String,
+    pub span: pjc_ir::Span,
+    pub func: String,
+    pub value: Option<String>,
+}
+
 pub(crate) struct Partitioner<'a> {
     pub m: &'a Module,
+    /// The target sharding of every value of every `func` (propagation's).
+    pub prop: &'a Propagation,
+    /// The `func` whose body is being lowered.
+    pub func: FuncId,
     pub mesh: Mesh,
     pub out: Function,
     pub sigs: HashMap<String, CalleeSig>,
@@ -91,6 +109,10 @@ pub(crate) struct Local {
 }
 
 impl Partitioner<'_> {
+    /// The target sharding of value `v` of the function being lowered.
+    pub(crate) fn target(&self, v: Value) -> Sharding {
+        self.prop.sharding(Slot::Value(self.func, v))
+    }
     pub(crate) fn b(&mut self) -> Builder<'_> {
         Builder::with_names(&mut self.out, &self.mesh, &self.sigs, &mut self.names)
     }
@@ -127,11 +149,11 @@ impl Partitioner<'_> {
     }
 }
 
-/// Partitions the entry function `entry` of a module whose values all carry
-/// their target shardings. Returns a module holding `spmd func @<entry>` (global
-/// signature shardings kept, so its global view is unchanged) plus every spmd
-/// func it calls.
-pub fn partition(m: &Module, entry: FuncId) -> Result<Partitioned, PartitionError> {
+/// Partitions the entry function `entry` of `m` with the target shardings of
+/// `prop` (propagation's result for `m`). Returns a module holding
+/// `spmd func @<entry>` (global signature shardings kept, so its global view
+/// is unchanged) plus every spmd func it calls.
+pub fn partition(m: &Module, entry: FuncId, prop: &Propagation) -> Result<Partitioned, Unsupported> {
     let f = &m.funcs[entry];
     if f.kind == FuncKind::Spmd {
         // Already per-device: nothing to partition.
@@ -140,6 +162,8 @@ pub fn partition(m: &Module, entry: FuncId) -> Result<Partitioned, PartitionErro
     let mesh = m.mesh_or_single();
     let mut p = Partitioner {
         m,
+        prop,
+        func: entry,
         mesh,
         out: Function::new(&f.name, FuncKind::Spmd),
         sigs: signatures(m),
@@ -152,7 +176,7 @@ pub fn partition(m: &Module, entry: FuncId) -> Result<Partitioned, PartitionErro
     let mut env: HashMap<Value, Local> = HashMap::new();
     for (i, &pv) in f.params.iter().enumerate() {
         let d = &f.values[pv];
-        let s = d.sharding.clone().unwrap_or_else(|| Sharding::replicated(d.ty.rank()));
+        let s = prop.sharding(Slot::Value(entry, pv));
         let axes = dim_axes(&s);
         let lt = p.local(&d.ty, &axes);
         let v = p.out.add_value(&d.name, lt, ValueDef::Param(i), pjc_ir::Span::NONE);
@@ -163,7 +187,7 @@ pub fn partition(m: &Module, entry: FuncId) -> Result<Partitioned, PartitionErro
     p.body(entry, &mut env)?;
     for (k, r) in f.results.iter().enumerate() {
         let src = env[&f.ret[k]].clone();
-        let target = dim_axes(&r.sharding.clone().unwrap_or_else(|| Sharding::replicated(r.ty.rank())));
+        let target = dim_axes(&prop.sharding(Slot::Result(entry, k)));
         let v = p.reshard(src.v, &r.ty, &src.axes, &target, &format!("result '{}'", f.result_name(k)));
         p.out.ret.push(v);
         p.out.ret_spans.push(pjc_ir::Span::NONE);
@@ -187,17 +211,24 @@ pub fn partition(m: &Module, entry: FuncId) -> Result<Partitioned, PartitionErro
 impl Partitioner<'_> {
     /// Partitions the body of global function `id` with `env` mapping its
     /// parameters to local values; leaves its results in `env` under `f.ret`.
-    fn body(&mut self, id: FuncId, env: &mut HashMap<Value, Local>) -> Result<(), PartitionError> {
+    fn body(&mut self, id: FuncId, env: &mut HashMap<Value, Local>) -> Result<(), Unsupported> {
         let f = &self.m.funcs[id];
+        let caller = std::mem::replace(&mut self.func, id);
         for &i in &f.body {
             let inst = &f.insts[i];
+            let at = |e: PartitionError| Unsupported {
+                msg: e.0,
+                span: inst.span,
+                func: f.name.clone(),
+                value: inst.results.first().map(|&r| f.values[r].name.clone()),
+            };
             if inst.op == pjc_ir::Opcode::Call {
-                let g = inst.callee.as_deref().and_then(|c| self.m.func_by_name(c)).ok_or_else(|| PartitionError(format!("unknown callee {:?}", inst.callee)))?;
+                let g = inst.callee.as_deref().and_then(|c| self.m.func_by_name(c)).ok_or_else(|| at(PartitionError(format!("unknown callee {:?}", inst.callee))))?;
                 let gf = &self.m.funcs[g];
                 if gf.kind == FuncKind::Global {
                     let mut inner: HashMap<Value, Local> = HashMap::new();
                     for (k, &a) in inst.operands.iter().enumerate() {
-                        let target = dim_axes(gf.values[gf.params[k]].sharding.as_ref().unwrap_or(&Sharding::replicated(gf.ty(gf.params[k]).rank())));
+                        let target = dim_axes(&self.prop.sharding(Slot::Value(g, gf.params[k])));
                         let l = env[&a].clone();
                         let v = self.reshard(l.v, f.ty(a), &l.axes, &target, &format!("argument {k} of call @{}", gf.name));
                         inner.insert(gf.params[k], Local { v, axes: target });
@@ -209,8 +240,9 @@ impl Partitioner<'_> {
                     continue;
                 }
             }
-            local::lower(self, f, inst, env)?;
+            local::lower(self, f, inst, env).map_err(at)?;
         }
+        self.func = caller;
         Ok(())
     }
 }

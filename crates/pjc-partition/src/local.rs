@@ -46,7 +46,7 @@ pub(crate) fn lower(
     let targets: Vec<Vec<Vec<String>>> = inst
         .results
         .iter()
-        .map(|&r| dim_axes(f.values[r].sharding.as_ref().unwrap_or(&Sharding::replicated(f.ty(r).rank()))))
+        .map(|&r| dim_axes(&p.target(r)))
         .collect();
     if op == Opcode::Call {
         return lower_spmd_call(p, f, inst, env, &targets);

@@ -70,8 +70,7 @@ fn check(path: &Path, m: &Module, inputs: Option<Vec<Tensor>>) -> Result<(), Str
     let args = inputs.unwrap_or_else(|| f.params.iter().map(|&p| random(f.ty(p), &mut seed)).collect());
     let want = pjc_interp::eval(m, entry, args.clone()).map_err(|e| format!("global eval: {e}"))?;
     let prop = pjc_sharding::propagate(m, entry);
-    let annotated = pjc_sharding::annotate(m, &prop);
-    let part = pjc_partition::partition(&annotated, entry).map_err(|e| format!("partition: {}", e.0))?;
+    let part = pjc_partition::partition(m, entry, &prop).map_err(|e| format!("partition: {e}"))?;
     let text = pjc_front::print_module(&part.module);
     let pm = pjc_front::load(&text).map_err(|d| format!("partitioned program does not verify:\n{}", pjc_front::render("spmd", &text, &d)))?;
     let pentry = pm.func_by_name("main").unwrap();

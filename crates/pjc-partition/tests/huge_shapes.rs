@@ -11,7 +11,7 @@ fn collective_cost_of_a_huge_value_saturates() {
     let m = load("mesh [data=4]\nfunc @main(%x: f32[4611686018427387904, 4] on [data, _]) -> (y: f32[4611686018427387904, 4]) {\n  %y = neg %x\n  return %y\n}\n");
     let id = m.func_by_name("main").unwrap();
     let p = pjc_sharding::propagate(&m, id);
-    let part = pjc_partition::partition(&pjc_sharding::annotate(&m, &p), id).expect("partitions");
+    let part = pjc_partition::partition(&m, id, &p).expect("partitions");
     assert!(!part.collectives.is_empty(), "the replicated result needs a collective");
     // The size saturates at u64::MAX bytes; the ring formula scales it by (n-1)/n.
     for c in &part.collectives {

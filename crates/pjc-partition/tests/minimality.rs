@@ -10,8 +10,7 @@ fn collectives(file: &str) -> Vec<Inserted> {
     let m = pjc_front::load(&src).unwrap_or_else(|d| panic!("{}", pjc_front::render(file, &src, &d)));
     let entry = m.func_by_name("main").unwrap();
     let p = pjc_sharding::propagate(&m, entry);
-    let a = pjc_sharding::annotate(&m, &p);
-    pjc_partition::partition(&a, entry).unwrap().collectives
+    pjc_partition::partition(&m, entry, &p).unwrap().collectives
 }
 
 fn kinds(cs: &[Inserted]) -> Vec<Collective> {

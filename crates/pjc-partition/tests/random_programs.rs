@@ -1609,9 +1609,9 @@ fn check_program(text: &str, feeds: &[Feed], errs: Option<&[f64]>, seed: u64) ->
     let annotated = pjc_sharding::annotate(&m, &prop);
     let sharded = pjc_front::print_module(&annotated);
     let ctx = |what: String, spmd: &str| format!("{what}\n--- program\n{text}--- sharded\n{sharded}--- per-device\n{spmd}");
-    let part = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pjc_partition::partition(&annotated, entry))) {
+    let part = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pjc_partition::partition(&m, entry, &prop))) {
         Ok(Ok(p)) => p,
-        Ok(Err(e)) => return Err(ctx(format!("partition error: {}", e.0), "")),
+        Ok(Err(e)) => return Err(ctx(format!("partition error: {e}"), "")),
         Err(p) => {
             let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
             return Err(ctx(format!("partitioner panicked: {msg}"), ""));

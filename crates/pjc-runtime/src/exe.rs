@@ -320,8 +320,9 @@ fn check_flags(a: &ExeArgs) -> Result<(), RuntimeError> {
     Ok(())
 }
 
-/// Runs the program on `world` with flags `a`.
-pub fn run(world: &World, payload: &Payload, a: &ExeArgs) -> Result<(), RuntimeError> {
+/// Runs the program on `world` with flags `a`; the process started at
+/// `started` (the trace's start-up span measures from there).
+pub fn run(world: &World, payload: &Payload, a: &ExeArgs, started: Instant) -> Result<(), RuntimeError> {
     let p = agree(world, load(payload).and_then(|p| world.check_device_count(&p.mesh).map(|_| p)))?;
     check_flags(a)?;
     if a.list_devices {
@@ -396,6 +397,9 @@ pub fn run(world: &World, payload: &Payload, a: &ExeArgs) -> Result<(), RuntimeE
         b.set_position(start.min(steps));
         b
     });
+    // From the process's start (MPI start-up, reading the artefact, the
+    // backend, the inputs) to the first step.
+    tracer.span("start-up", "setup", started, serde_json::json!({"ms": started.elapsed().as_secs_f64() * 1e3}));
     let t0 = Instant::now();
     let mut last = (start, t0);
     let mut ran = false;
@@ -499,6 +503,7 @@ pub fn run(world: &World, payload: &Payload, a: &ExeArgs) -> Result<(), RuntimeE
 
 /// The executable's entry point.
 pub fn main() -> std::process::ExitCode {
+    let started = Instant::now();
     let a = match ExeArgs::try_parse() {
         Ok(a) => a,
         Err(e) => {
@@ -524,5 +529,5 @@ pub fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    crate::main_with(|w| run(w, &payload, &a))
+    crate::main_with(|w| run(w, &payload, &a, started))
 }

@@ -1,7 +1,8 @@
 //! `pjc eval`: gather the inputs the spec's section 10 describes, run the
 //! reference interpreter, write the outputs.
 
-use crate::{load, Failure};
+use crate::pipeline::{Compilation, Stage};
+use crate::Failure;
 use pjc_ir::infer::global_type;
 use pjc_ir::{DType, FuncKind, Function, Module};
 use pjc_tensor::Tensor;
@@ -84,11 +85,11 @@ pub fn write_outputs(path: &Path, named: &[(String, Tensor)]) -> Result<(), Fail
 }
 
 pub fn run(file: &Path, entry: &str, input: &[String], inputs: &[PathBuf], output: &Path) -> Result<(), Failure> {
-    let (mut m, id): (Module, _) = load(file, Some(entry))?;
+    let mut c = Compilation::load(file, entry, None)?;
     // The interpreter runs vmap itself (as a loop of calls: an independent
     // check of the compiler's batching) except inside spmd funcs, where the loop
     // cannot run collectives in lockstep; grad needs the compiler's expansion.
-    let needs_expansion = m.funcs.values().any(|f| {
+    let needs_expansion = c.module.funcs.values().any(|f| {
         f.body.iter().any(|&i| match f.insts[i].op {
             pjc_ir::Opcode::Grad => true,
             pjc_ir::Opcode::Vmap => f.kind == pjc_ir::FuncKind::Spmd,
@@ -96,8 +97,9 @@ pub fn run(file: &Path, entry: &str, input: &[String], inputs: &[PathBuf], outpu
         })
     });
     if needs_expansion {
-        crate::expand_in_place(&mut m, file)?;
+        c.run_to(Stage::Expand)?;
     }
+    let (m, id): (Module, _) = (c.module, c.entry);
     // The sizes the program implies, before any is allocated.
     if let Some(available) = pjc_tensor::available_memory() {
         pjc_interp::check_memory(&m, available).map_err(|e| Failure::Env(e.to_string()))?;

@@ -10,6 +10,7 @@
 //! launch information. The runner decodes it and runs it; it re-derives
 //! nothing. See docs/executable.md.
 
+use crate::pipeline::Compilation;
 use crate::Failure;
 use pjc_plan::{Artifact, GroupTable, Port};
 use pjc_runtime::payload::{section, Payload};
@@ -103,14 +104,13 @@ fn ports(f: &pjc_ir::Function, mesh: &pjc_ir::Mesh) -> (Vec<Port>, Vec<Port>) {
     (params, results)
 }
 
-/// Compiles entry `entry` of the expanded module `m` into executable `out`.
-pub fn compile(m: &pjc_ir::Module, id: pjc_ir::FuncId, out: &Path, gpu_arch: &str) -> Result<(), Failure> {
-    let entry = m.funcs[id].name.clone();
-    let part = crate::partition(m, id)?;
-    let single = crate::per_device(&part, &entry)?;
-    let f = single.funcs.values().next().expect("one function");
-    let mesh = single.mesh_or_single();
-    let plan = pjc_fusion::plan(f).map_err(|e| Failure::Env(format!("unsupported: {}", e.0)))?;
+/// Stages codegen and package: compiles the planned compilation `c` into
+/// executable `out`.
+pub fn compile(c: &Compilation, out: &Path, gpu_arch: &str) -> Result<(), Failure> {
+    let entry = c.module.funcs[c.entry].name.clone();
+    let f = c.per_device_func();
+    let mesh = c.per_device.as_ref().expect("per-device stage ran").mesh_or_single();
+    let plan = c.plan.clone().expect("planned");
     let object = pjc_codegen::emit_object(&plan).map_err(|e| Failure::Env(e.to_string()))?;
     let kernels_so = link_shared(&object, pjc_codegen::cpu::uses_libmvec())?;
     let ptx = match pjc_codegen::compile_ptx(&plan, gpu_arch) {
@@ -123,10 +123,10 @@ pub fn compile(m: &pjc_ir::Module, id: pjc_ir::FuncId, out: &Path, gpu_arch: &st
         }
     };
     let (params, results) = ports(f, &mesh);
-    let carried_pairs = crate::carried(f);
+    let carried_pairs = crate::pipeline::carried(f);
     let artifact = Artifact {
         entry,
-        memory: pjc_fusion::plan_memory(&plan, &carried_pairs),
+        memory: c.memory(),
         groups: GroupTable::for_plan(&plan, &mesh).map_err(internal)?,
         carried: carried_pairs.iter().map(|&(i, k)| (k, i)).collect(),
         mesh,

@@ -54,7 +54,7 @@ pub fn numeric_cases() -> Vec<Case> {
                 }
             })
             .collect();
-        let plan = pjc_fusion::plan(f).unwrap_or_else(|e| panic!("{}: plan: {}", d.display(), e.0));
+        let plan = pjc_fusion::plan(f).unwrap_or_else(|e| panic!("{}: plan: {e}", d.display()));
         out.push(Case {
             name: d.file_name().unwrap().to_string_lossy().into_owned(),
             module: m,
@@ -69,7 +69,7 @@ pub fn numeric_cases() -> Vec<Case> {
 pub fn program(src: &str) -> (Module, Plan) {
     let m = pjc_front::load(src).unwrap_or_else(|e| panic!("bad test program: {e:?}\n{src}"));
     let entry = m.func_by_name("main").unwrap();
-    let plan = pjc_fusion::plan(&m.funcs[entry]).unwrap_or_else(|e| panic!("plan: {}\n{src}", e.0));
+    let plan = pjc_fusion::plan(&m.funcs[entry]).unwrap_or_else(|e| panic!("plan: {e}\n{src}"));
     (m, plan)
 }
 

@@ -1,0 +1,222 @@
+//! The compilation pipeline: every stage of pjc, in order, in this one file.
+//!
+//! | stage | what | why here |
+//! |---|---|---|
+//! | load | read, parse, `--mesh` override, verify, find the entry | every later stage assumes a verified module: types inferred, attributes canonical |
+//! | expand | `grad`/`vmap` into ordinary PIR (`pjc-transforms`) | before sharding, so propagation and partitioning see only ordinary ops (spec section 9) |
+//! | propagate | a sharding for every value (`pjc-sharding`), kept as a side table | after expansion, so gradients get shardings like any value; before partitioning, which needs every value's target |
+//! | partition | the per-device `spmd func` with its collectives (`pjc-partition`) | needs every value's target sharding |
+//! | per-device | inline `spmd func` calls, combine all-reduces: one function | after partitioning (only then do spmd calls exist); before planning, which plans one function |
+//! | plan | fusion into loop kernels, library calls, collectives; buffer plan (`pjc-fusion`) | needs the whole per-device program |
+//! | codegen | x86-64 object code and PTX of the plan's kernels (`pjc-codegen`) | lowers exactly the plan's kernels |
+//! | package | the artefact appended to the runner (`exe.rs`) | needs everything above |
+//!
+//! Every `--emit` form and `pjc explain` read the stage they show from one
+//! [`Compilation`] that ran the stages before it once. Between stages the
+//! module is checked with `pjc_front::check` (which changes nothing) when
+//! [`verify_between_stages`] says so: always in debug builds (so in every
+//! test) and when `PJC_VERIFY=1`; a failed check is an internal error naming
+//! the stage whose output it is.
+//!
+//! Errors are typed per stage and carry a location: a program error is a
+//! diagnostic at its span (exit 1); what a stage cannot handle is
+//! `FILE:LINE:COL: error: unsupported: ...` at the instruction (or, without
+//! a source span, the function and value) (exit 1, docs/cli.md); the
+//! environment is one `error:` line (exit 2).
+
+use crate::Failure;
+use pjc_ir::{FuncId, Module};
+use std::path::Path;
+
+/// The stages, in order (see the module doc for why each is where it is).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Stage {
+    Load,
+    Expand,
+    Propagate,
+    Partition,
+    PerDevice,
+    Plan,
+}
+
+impl Stage {
+    fn name(self) -> &'static str {
+        match self {
+            Stage::Load => "load",
+            Stage::Expand => "expand (grad/vmap)",
+            Stage::Propagate => "sharding propagation",
+            Stage::Partition => "SPMD partitioning",
+            Stage::PerDevice => "inlining and all-reduce combining",
+            Stage::Plan => "kernel planning",
+        }
+    }
+}
+
+/// Whether modules are checked between stages: in debug builds, or when
+/// `PJC_VERIFY` is set to anything but `0`.
+pub fn verify_between_stages() -> bool {
+    cfg!(debug_assertions) || std::env::var_os("PJC_VERIFY").is_some_and(|v| v != "0")
+}
+
+/// What the stages produced so far.
+pub struct Compilation {
+    /// The source file, for rendering diagnostics.
+    pub path: String,
+    pub src: String,
+    /// After `load`: the verified module; after `expand`: without transforms.
+    pub module: Module,
+    pub entry: FuncId,
+    pub reached: Stage,
+    pub propagation: Option<pjc_sharding::Propagation>,
+    pub partitioned: Option<pjc_partition::Partitioned>,
+    /// The entry's per-device program, alone in a module with the mesh.
+    pub per_device: Option<Module>,
+    pub plan: Option<pjc_plan::Plan>,
+}
+
+impl Compilation {
+    /// Stage `load`: read, parse, apply `--mesh`, verify, check the entry.
+    pub fn load(path: &Path, entry: &str, mesh: Option<&str>) -> Result<Compilation, Failure> {
+        let src = std::fs::read_to_string(path).map_err(|e| Failure::Env(format!("cannot read '{}': {}", path.display(), crate::io_reason(&e))))?;
+        let name = path.display().to_string();
+        let program = |d: Vec<pjc_front::Diag>| Failure::Program(pjc_front::render(&name, &src, &d));
+        let mut m = pjc_front::parse(&src).map_err(program)?;
+        if let Some(spec) = mesh {
+            pjc_front::override_mesh(&mut m, spec).map_err(Failure::Env)?;
+        }
+        pjc_front::verify(&mut m).map_err(program)?;
+        let id = pjc_front::check_entry(&m, entry).map_err(|d| program(vec![d]))?;
+        Ok(Compilation {
+            path: name,
+            src,
+            module: m,
+            entry: id,
+            reached: Stage::Load,
+            propagation: None,
+            partitioned: None,
+            per_device: None,
+            plan: None,
+        })
+    }
+
+    /// Runs the stages after the one reached, up to and including `stage`.
+    pub fn run_to(&mut self, stage: Stage) -> Result<&mut Compilation, Failure> {
+        while self.reached < stage {
+            match self.reached {
+                Stage::Load => self.expand()?,
+                Stage::Expand => self.propagate(),
+                Stage::Propagate => self.partition()?,
+                Stage::Partition => self.per_device()?,
+                Stage::PerDevice => self.plan()?,
+                Stage::Plan => unreachable!("the last stage"),
+            }
+        }
+        Ok(self)
+    }
+
+    /// Loads `path` and runs the stages up to `stage`.
+    pub fn run(path: &Path, entry: &str, mesh: Option<&str>, stage: Stage) -> Result<Compilation, Failure> {
+        let mut c = Compilation::load(path, entry, mesh)?;
+        c.run_to(stage)?;
+        Ok(c)
+    }
+
+    fn render(&self, span: pjc_ir::Span, msg: String) -> String {
+        pjc_front::render(&self.path, &self.src, &[pjc_front::Diag::new(span, msg)])
+    }
+
+    /// The check between stages: `m` is the output of `stage`.
+    fn checked(stage: Stage, m: &Module) -> Result<(), Failure> {
+        if !verify_between_stages() {
+            return Ok(());
+        }
+        pjc_front::check(m).map_err(|d| {
+            let text = pjc_front::print_module(m);
+            Failure::Env(format!("internal error: the output of {} does not verify:\n{}", stage.name(), pjc_front::render("<stage output>", &text, &d)))
+        })
+    }
+
+    /// Stage `expand`. An op without a gradient rule is a program error at
+    /// the transform (exit 1).
+    fn expand(&mut self) -> Result<(), Failure> {
+        pjc_transforms::expand(&mut self.module).map_err(|e| Failure::Program(self.render(e.span, e.msg)))?;
+        Compilation::checked(Stage::Expand, &self.module)?;
+        self.reached = Stage::Expand;
+        Ok(())
+    }
+
+    /// Stage `propagate`: never fails (conflicts are resolved by policy and
+    /// explained).
+    fn propagate(&mut self) {
+        self.propagation = Some(pjc_sharding::propagate(&self.module, self.entry));
+        self.reached = Stage::Propagate;
+    }
+
+    /// Stage `partition`.
+    fn partition(&mut self) -> Result<(), Failure> {
+        let prop = self.propagation.as_ref().expect("propagated first");
+        let part = pjc_partition::partition(&self.module, self.entry, prop).map_err(|e| {
+            let msg = format!("unsupported: the SPMD partitioner cannot handle {}", e);
+            if e.span.is_none() {
+                Failure::Program(format!("{}: error: {msg}\n", self.path))
+            } else {
+                Failure::Program(self.render(e.span, format!("unsupported: the SPMD partitioner cannot handle this: {}", e.msg)))
+            }
+        })?;
+        Compilation::checked(Stage::Partition, &part.module)?;
+        self.partitioned = Some(part);
+        self.reached = Stage::Partition;
+        Ok(())
+    }
+
+    /// Stage `per-device`.
+    fn per_device(&mut self) -> Result<(), Failure> {
+        let part = self.partitioned.as_ref().expect("partitioned first");
+        let entry = &self.module.funcs[self.entry].name;
+        let id = part.module.func_by_name(entry).ok_or_else(|| Failure::Env(format!("internal error: the per-device program has no @{entry}")))?;
+        let mut f = pjc_transforms::inline_calls(&part.module, id).map_err(|e| Failure::Env(format!("internal error: inlining: {}", e.msg)))?;
+        // One message for the all-reduces that can share one (bitwise the same values).
+        pjc_partition::combine_all_reduces(&mut f, &part.module.mesh_or_single());
+        let mut single = part.module.clone();
+        single.funcs = Default::default();
+        single.funcs.push(f);
+        single.end_comments.clear();
+        Compilation::checked(Stage::PerDevice, &single)?;
+        self.per_device = Some(single);
+        self.reached = Stage::PerDevice;
+        Ok(())
+    }
+
+    /// Stage `plan`.
+    fn plan(&mut self) -> Result<(), Failure> {
+        let f = self.per_device_func();
+        let plan = pjc_fusion::plan(f).map_err(|e| match e {
+            pjc_fusion::Unplannable::Construct { .. } => Failure::Program(format!("{}: error: {e}\n", self.path)),
+            pjc_fusion::Unplannable::TooBig(m) => Failure::Env(m),
+        })?;
+        self.plan = Some(plan);
+        self.reached = Stage::Plan;
+        Ok(())
+    }
+
+    /// The entry's per-device function (after stage `per-device`).
+    pub fn per_device_func(&self) -> &pjc_ir::Function {
+        self.per_device.as_ref().expect("per-device stage ran").funcs.values().next().expect("one function")
+    }
+
+    /// The module with every value's propagated sharding written out
+    /// (`--emit sharded`; after stage `propagate`).
+    pub fn sharded(&self) -> Module {
+        pjc_sharding::annotate(&self.module, self.propagation.as_ref().expect("propagated"))
+    }
+
+    /// The buffer plan of the plan (after stage `plan`).
+    pub fn memory(&self) -> pjc_plan::Memory {
+        pjc_fusion::plan_memory(self.plan.as_ref().expect("planned"), &carried(self.per_device_func()))
+    }
+}
+
+/// (parameter, result) index pairs of state-carry results (same name).
+pub fn carried(f: &pjc_ir::Function) -> Vec<(usize, usize)> {
+    (0..f.results.len()).filter_map(|k| (0..f.params.len()).find(|&i| f.param_name(i) == f.result_name(k)).map(|i| (i, k))).collect()
+}
