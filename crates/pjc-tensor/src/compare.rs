@@ -194,8 +194,8 @@ pub enum Mismatch {
     Shape { want: Vec<usize>, got: Vec<usize> },
     /// Different dtypes.
     DType { want: DType, got: DType },
-    /// Different elements.
-    Values(Values),
+    /// Different elements (boxed: the error stays small).
+    Values(Box<Values>),
 }
 
 /// The elements that differ.
@@ -277,7 +277,7 @@ pub fn close(want: &Tensor, got: &Tensor, tol: Tolerance) -> Result<(), Mismatch
         None => Ok(()),
         Some(mut v) => {
             v.index = unravel(v.first, &want.shape);
-            Err(Mismatch::Values(v))
+            Err(Mismatch::Values(Box::new(v)))
         }
     }
 }
@@ -292,7 +292,7 @@ pub fn close_values(want: &[f64], got: &[f64], d: DType, tol: Tolerance) -> Resu
     let bits = |x: f64| format!("{:016x}", x.to_bits());
     match floats(want, got, d, tol, |i| want[i].to_bits() == got[i].to_bits(), |i| (bits(want[i]), bits(got[i]))) {
         None => Ok(()),
-        Some(v) => Err(Mismatch::Values(v)),
+        Some(v) => Err(Mismatch::Values(Box::new(v))),
     }
 }
 
@@ -365,7 +365,7 @@ mod tests {
 
     fn values(r: Result<(), Mismatch>) -> Values {
         match r {
-            Err(Mismatch::Values(v)) => v,
+            Err(Mismatch::Values(v)) => *v,
             other => panic!("expected a value mismatch, got {other:?}"),
         }
     }
