@@ -97,6 +97,9 @@ enum Emit {
     Plan,
     /// The x86-64 LLVM IR of the plan's kernels (optimized, baseline x86-64-v3).
     Llvm,
+    /// The same LLVM IR as the lowering builds it, before LLVM's optimizations.
+    #[value(name = "llvm-unopt")]
+    LlvmUnopt,
     /// The NVPTX assembly of the plan's kernels (--gpu-arch, default sm_90).
     Ptx,
 }
@@ -290,6 +293,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 (Some(Emit::Llvm), _) => {
                     let plan = kernel_plan(&m, id)?;
                     print!("{}", pjc_codegen::emit_llvm(&plan).map_err(|e| Failure::Env(e.to_string()))?);
+                }
+                (Some(Emit::LlvmUnopt), _) => {
+                    let plan = kernel_plan(&m, id)?;
+                    print!("{}", pjc_codegen::cpu::emit_llvm_unoptimized(&plan).map_err(|e| Failure::Env(e.to_string()))?);
                 }
                 (Some(Emit::Ptx), _) => {
                     let plan = kernel_plan(&m, id)?;
