@@ -74,7 +74,7 @@ fn pir_files(dir: &Path, out: &mut Vec<PathBuf>) {
 #[test]
 fn partitioned_programs_evaluate_like_global_ones() {
     let mut files = vec![];
-    for d in ["tests/text/sharding", "tests/spec", "examples", "tests/numeric/cases", "tests/partition"] {
+    for d in ["tests/text/sharding", "tests/text/spmd", "tests/spec", "examples", "tests/numeric/cases", "tests/partition"] {
         pir_files(&repo().join(d), &mut files);
     }
     files.sort();
