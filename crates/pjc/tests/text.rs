@@ -472,7 +472,11 @@ fn check_canonical(root: &Path, stage: &str, out: &[u8], scratch: &Path, entry: 
 /// ptxas: `PJC_PTXAS`, else the repository's `.venv` (scripts/ptxas.sh), else PATH.
 fn ptxas(root: &Path) -> Result<PathBuf, String> {
     if let Some(p) = std::env::var_os("PJC_PTXAS") {
-        return Ok(PathBuf::from(p));
+        let p = PathBuf::from(p);
+        if !p.is_file() {
+            return Err(format!("PJC_PTXAS={} is not a file: run `bash scripts/ptxas.sh` (it installs ptxas into .venv and prints its path)", p.display()));
+        }
+        return Ok(p);
     }
     for e in fs::read_dir(root.join(".venv/lib")).into_iter().flatten().flatten() {
         let p = e.path().join("site-packages/nvidia/cuda_nvcc/bin/ptxas");
