@@ -223,7 +223,8 @@ fn kernel_plan_of(m: &pjc_ir::Module, id: pjc_ir::FuncId) -> Result<(pjc_fusion:
     let part = partition(m, id)?;
     let single = per_device(&part, &m.funcs[id].name)?;
     let f = single.funcs.values().next().expect("one function").clone();
-    let plan = pjc_fusion::plan(&f).map_err(|e| Failure::Env(format!("unsupported: {}", e.0)))?;
+    // PlanError messages say "unsupported: ..." themselves.
+    let plan = pjc_fusion::plan(&f).map_err(|e| Failure::Env(e.0))?;
     Ok((plan, f))
 }
 
