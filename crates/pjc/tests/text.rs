@@ -36,7 +36,9 @@
 //!
 //! (an output that does not end in a newline gets one, followed by the line
 //! `<no newline at end>`; an `eval` test adds `--- results` with every result of
-//! its `--output` file, one line each: `NAME: DTYPE[SHAPE] = [v0, v1, ...]`).
+//! its `--output` file, in the file's order, one line each:
+//! `NAME: DTYPE[SHAPE] = [v0, v1, ...]`, row-major, each value in its dtype's
+//! shortest form).
 //! It is checked in one of two ways:
 //!
 //! - **Precise output**: the file next to the test with the extension `.expected`
@@ -529,6 +531,8 @@ fn run_test(root: &Path, scratch_dir: &Path, pir: &Path, bless: bool) -> (Vec<St
     }
     let scratch = scratch_dir.join(rel_path.replace('/', "__"));
     let scratch_s = scratch.to_string_lossy().into_owned();
+    // Where an `eval` stage's `--output %t.safetensors` goes.
+    let results_file = PathBuf::from(format!("{scratch_s}.safetensors"));
     let sub = |w: &str| w.replace("%s", &rel_path).replace("%t", &scratch_s);
     let args: Vec<String> = h.stage.args.iter().map(|w| sub(w)).chain(h.flags.iter().map(|w| sub(w))).collect();
     let out = match pjc(root, &args) {
@@ -548,7 +552,7 @@ fn run_test(root: &Path, scratch_dir: &Path, pir: &Path, bless: bool) -> (Vec<St
                 Extra::None => Ok(()),
                 Extra::FmtIdempotent => check_fmt_idempotent(root, &rel_path, &scratch, entry),
                 Extra::CanonicalPir => check_canonical(root, h.stage.name, &out.stdout, &scratch, entry),
-                Extra::Results => results(&scratch.with_extension("safetensors")).map(|r| got.push_str(&r)),
+                Extra::Results => results(&results_file).map(|r| got.push_str(&r)),
                 Extra::Assembles => check_assembles(root, &out.stdout, &scratch, flag(&h.flags, "--gpu-arch").unwrap_or("sm_90")),
             };
             failures.extend(extra.err());
@@ -560,9 +564,9 @@ fn run_test(root: &Path, scratch_dir: &Path, pir: &Path, bless: bool) -> (Vec<St
         )),
         Some(_) => {}
     }
-    for p in [scratch.clone(), scratch.with_extension("safetensors")] {
-        let _ = fs::remove_dir_all(&p);
-        let _ = fs::remove_file(&p);
+    for p in [&scratch, &results_file] {
+        let _ = fs::remove_dir_all(p);
+        let _ = fs::remove_file(p);
     }
     let mut blessed = false;
     if !checks.is_empty() {
