@@ -1567,7 +1567,7 @@ fn inputs(m: &pjc_ir::Module, feeds: &[Feed], seed: u64) -> Vec<Tensor> {
 /// and NaNs are checked).
 fn tolerance(err: Option<f64>) -> Tolerance {
     match err {
-        Some(e) if e == 0.0 => Tolerance::EXACT,
+        Some(0.0) => Tolerance::EXACT,
         e => Tolerance::reassoc(1e-4).with_atol(2.0 * e.unwrap_or(0.0)),
     }
 }
