@@ -28,7 +28,7 @@ if [ -z "$ptxas" ]; then
     python3 -m venv .venv >&2 || { say "error: python3 -m venv failed (install python3-venv)"; exit 1; }
   fi
   say "installing nvidia-cuda-nvcc-cu12 into .venv (ptxas and libdevice)"
-  # Pinned: the PTX snapshots include libdevice code, which changes between releases.
+  # Pinned: the ptx filetests (tests/text/ptx/) hold exact PTX, which changes between releases.
   .venv/bin/pip install --quiet --disable-pip-version-check "nvidia-cuda-nvcc-cu12==12.9.86" >&2
   ptxas=$(find_venv_ptxas || true)
 fi

@@ -26,6 +26,7 @@
 //! `PROPTEST_CASES=N` changes the number of cases (default 200).
 
 use pjc_ir::{DType, FuncKind, TensorType};
+use pjc_tensor::compare::{close, Tolerance};
 use pjc_tensor::{Buf, Tensor};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -1560,40 +1561,14 @@ fn inputs(m: &pjc_ir::Module, feeds: &[Feed], seed: u64) -> Vec<Tensor> {
         .collect()
 }
 
-/// Compares a result: integers and preds exactly; floats bit-identically when
-/// `err` is `Some(0)`, else within the spec's tolerance plus `2 err` (with an
-/// infinite `err`, only the positions of infinities and NaNs).
-fn close(a: &Tensor, b: &Tensor, err: Option<f64>) -> Result<(), String> {
-    if a.shape != b.shape || a.dtype() != b.dtype() {
-        return Err(format!("shape/dtype {:?} {} vs {:?} {}", a.shape, a.dtype(), b.shape, b.dtype()));
-    }
-    match (a.data.lanes(), b.data.lanes()) {
-        (pjc_tensor::Lanes::F(x), pjc_tensor::Lanes::F(y)) => {
-            let m = x.iter().filter(|v| v.is_finite()).fold(0f64, |m, v| m.max(v.abs()));
-            let extra = 2.0 * err.unwrap_or(0.0);
-            let exact = err == Some(0.0);
-            for (i, (p, q)) in x.iter().zip(&y).enumerate() {
-                let ok = (p.is_nan() && q.is_nan())
-                    || p == q
-                    || (!exact && (p - q).abs() <= 1e-4 * m + 1e-4 * p.abs() + extra)
-                    // No useful bound (inf/NaN may flow in): only where the infinities and NaNs are.
-                    || (!extra.is_finite() && p.is_finite() && q.is_finite());
-                if !ok {
-                    return Err(format!("element {i}: global {p}, partitioned {q}"));
-                }
-            }
-            Ok(())
-        }
-        (x, y) if x == y => Ok(()),
-        (pjc_tensor::Lanes::I(x), pjc_tensor::Lanes::I(y)) => {
-            let i = x.iter().zip(&y).position(|(p, q)| p != q).unwrap();
-            Err(format!("element {i}: global {}, partitioned {}", x[i], y[i]))
-        }
-        (pjc_tensor::Lanes::P(x), pjc_tensor::Lanes::P(y)) => {
-            let i = x.iter().zip(&y).position(|(p, q)| p != q).unwrap();
-            Err(format!("element {i}: global {}, partitioned {}", x[i], y[i]))
-        }
-        _ => Err("results differ".into()),
+/// The tolerance of a result: integers and preds exactly; floats equal (NaN =
+/// NaN) when `err` is `Some(0)`, else within rtol 1e-4 (the spec's reassociation
+/// rule) plus `2 err` (with an infinite `err`, only the positions of infinities
+/// and NaNs are checked).
+fn tolerance(err: Option<f64>) -> Tolerance {
+    match err {
+        Some(0.0) => Tolerance::EXACT,
+        e => Tolerance::reassoc(1e-4).with_atol(2.0 * e.unwrap_or(0.0)),
     }
 }
 
@@ -1625,7 +1600,7 @@ fn check_program(text: &str, feeds: &[Feed], errs: Option<&[f64]>, seed: u64) ->
     let pentry = pm.func_by_name("main").unwrap();
     let got = pjc_interp::eval(&pm, pentry, args).map_err(|e| ctx(format!("partitioned eval: {e}"), &spmd))?;
     for (k, (a, b)) in want.iter().zip(&got).enumerate() {
-        close(a, b, errs.map(|e| e[k])).map_err(|e| ctx(format!("result r{k}: {e}"), &spmd))?;
+        close(a, b, tolerance(errs.map(|e| e[k]))).map_err(|e| ctx(format!("result r{k}: {e}"), &spmd))?;
     }
     Ok(())
 }

@@ -21,6 +21,8 @@ pub use dot::dot_general;
 pub use reduce::{argmax, argmin, reduce};
 pub use window::{reduce_window, select_and_scatter_add, window_output_shape};
 
+/// The one numeric comparison of computed and expected tensors (tests).
+pub mod compare;
 mod elementwise;
 mod io;
 mod memory;

@@ -5,6 +5,7 @@
 mod grad_util;
 use grad_util::*;
 use Init::*;
+use pjc_tensor::compare::{close_values, Tolerance};
 
 const X35: &str = "%x: f64[3,5]";
 
@@ -130,12 +131,8 @@ fn convert_between_floats_and_to_integers() {
     let out =
         run(&m, "grad_main", vec![tensor(pjc_ir::DType::F32, vec![4], &x), tensor(pjc_ir::DType::F64, vec![4], &w)]);
     assert_eq!(out[1].dtype(), pjc_ir::DType::F32);
-    let g = f64s(&out[1]);
-    for i in 0..4 {
-        let t = x[i].tanh();
-        let want = ((1.0 - t * t) * w[i]) as f32 as f64;
-        assert!((g[i] - want).abs() <= 1e-6 * want.abs(), "element {i}: {} vs {want}", g[i]);
-    }
+    let want: Vec<f64> = (0..4).map(|i| ((1.0 - x[i].tanh() * x[i].tanh()) * w[i]) as f32 as f64).collect();
+    close_values(&want, &f64s(&out[1]), pjc_ir::DType::F32, Tolerance::rel(1e-6)).unwrap();
     // Through an integer: no gradient.
     let body = "  %i = convert %x : i32[3,5]\n  %y = convert %i : f64[3,5]";
     let g = check_op(X35, body, "f64[3,5]", &[0], &[U(-3.0, 3.0)], 350);
@@ -595,9 +592,8 @@ fn narrow_float_dtypes() {
     for (d, tol) in [(pjc_ir::DType::F32, 1e-5), (pjc_ir::DType::BF16, 5e-2)] {
         let got = eval(d);
         for (k, (a, b)) in got.iter().zip(&exact).enumerate() {
-            for (x, y) in a.iter().zip(b) {
-                assert!((x - y).abs() <= tol * (1.0 + y.abs()), "{d} output {k}: {x} vs {y}");
-            }
+            // Against the f64 gradient: within tol·(1 + |exact|).
+            close_values(b, a, d, Tolerance::rel(tol).with_atol(tol)).unwrap_or_else(|e| panic!("{d} output {k}: {e}"));
         }
     }
 }

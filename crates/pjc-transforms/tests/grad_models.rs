@@ -6,6 +6,11 @@
 mod grad_util;
 use grad_util::*;
 use Init::*;
+use pjc_ir::DType;
+use pjc_tensor::compare::{close_values, Tolerance};
+
+/// Two f64 computations of one gradient: within 1e-12·(1 + |want|).
+const TOL: Tolerance = Tolerance::rel(1e-12).with_atol(1e-12);
 
 const MLP_FORWARD: &str = "
   %xw = dot_general %x, %w1 {lhs_contract=[1], rhs_contract=[0]} : f64[5,8]
@@ -71,10 +76,7 @@ func @manual({MLP_PARAMS}) -> (f64[], f64[4,8], f64[8], f64[8,3], f64[3]) {{{MLP
     let manual = run(&m, "manual", inputs);
     for (k, (a, b)) in auto.iter().zip(&manual).enumerate() {
         let (a, b) = (f64s(a), f64s(b));
-        assert_eq!(a.len(), b.len());
-        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
-            assert!((x - y).abs() <= 1e-12 * (1.0 + y.abs()), "output {k}[{i}]: grad {x} vs manual {y}");
-        }
+        close_values(&b, &a, DType::F64, TOL).unwrap_or_else(|e| panic!("output {k}, grad vs manual: {e}"));
         assert!(b.iter().any(|&v| v != 0.0));
     }
 }
@@ -204,13 +206,6 @@ func @main(%w: f64[4,12], %x: f64[6,4], %c: f64[12])
 }
 ";
 
-fn close(a: &[f64], b: &[f64], what: &str) {
-    assert_eq!(a.len(), b.len(), "{what}");
-    for (i, (x, y)) in a.iter().zip(b).enumerate() {
-        assert!((x - y).abs() <= 1e-12 * (1.0 + y.abs()), "{what}[{i}]: {x} vs {y}");
-    }
-}
-
 #[test]
 fn spmd_gradients_equal_the_global_view_ones() {
     let m = expand(SPMD_LOSS);
@@ -223,8 +218,8 @@ fn spmd_gradients_equal_the_global_view_ones() {
     let inputs: Vec<_> = types.iter().map(|t| fill(t, &U(-1.0, 1.0), &mut rng)).collect();
     let out: Vec<Vec<f64>> = run(&m, "main", inputs).iter().map(f64s).collect();
     for k in 0..4 {
-        close(&out[k], &out[4 + k], &format!("grad @sl vs @gl, output {k}"));
-        close(&out[8 + k], &out[12 + k], &format!("grad @gl_call vs @gl_sq, output {k}"));
+        close_values(&out[4 + k], &out[k], DType::F64, TOL).unwrap_or_else(|e| panic!("grad @sl vs @gl, output {k}: {e}"));
+        close_values(&out[12 + k], &out[8 + k], DType::F64, TOL).unwrap_or_else(|e| panic!("grad @gl_call vs @gl_sq, output {k}: {e}"));
     }
     // The replicated %c's gradient was summed over both mesh axes.
     assert!(out[3].iter().any(|&v| v != 0.0));

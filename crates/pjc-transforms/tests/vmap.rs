@@ -15,6 +15,7 @@
 use pjc_ir::builder::{signatures, Builder};
 use pjc_ir::infer::global_type;
 use pjc_ir::{AttrValue, FuncKind, Module, Opcode, TensorType, Value};
+use pjc_tensor::compare::{close, Tolerance};
 use pjc_tensor::{Buf, Lanes, Tensor};
 use std::collections::HashMap;
 
@@ -75,16 +76,9 @@ fn run(m: &Module, inputs: &[Tensor]) -> Vec<Tensor> {
 fn assert_close(want: &[Tensor], got: &[Tensor], ctx: &str) {
     assert_eq!(want.len(), got.len(), "number of results\n{ctx}");
     for (k, (w, g)) in want.iter().zip(got).enumerate() {
-        assert_eq!(w.shape, g.shape, "shape of result {k}\n{ctx}");
-        assert_eq!(w.dtype(), g.dtype(), "dtype of result {k}\n{ctx}");
-        match (w.data.lanes(), g.data.lanes()) {
-            (Lanes::F(a), Lanes::F(b)) => {
-                for (i, (&x, &y)) in a.iter().zip(&b).enumerate() {
-                    let ok = x == y || (x.is_nan() && y.is_nan()) || (x - y).abs() <= 1e-5 * x.abs().max(1.0);
-                    assert!(ok, "result {k} element {i}: want {x}, got {y}\nwant {a:?}\ngot  {b:?}\n{ctx}");
-                }
-            }
-            (a, b) => assert_eq!(a, b, "result {k}\n{ctx}"),
+        // 5e-6·(1 + |want|) ≤ 1e-5·max(1, |want|).
+        if let Err(e) = close(w, g, Tolerance::rel(5e-6).with_atol(5e-6)) {
+            panic!("result {k}: {e}\nwant {:?}\ngot  {:?}\n{ctx}", w.data, g.data);
         }
     }
 }

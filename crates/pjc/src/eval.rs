@@ -38,11 +38,8 @@ pub fn gather_inputs(m: &Module, f: &Function, input: &[String], inputs: &[PathB
             return Err(Failure::Env(format!("--input '{spec}' must look like NAME=PATH")));
         };
         if !params.contains(&name) {
-            return Err(Failure::Env(format!(
-                "--input names '{name}', but @{} has no parameter '{name}' (its parameters: {})",
-                f.name,
-                params.join(", ")
-            )));
+            let known = if params.is_empty() { "it has none".to_string() } else { format!("its parameters: {}", params.join(", ")) };
+            return Err(Failure::Env(format!("--input names '{name}', but @{} has no parameter '{name}' ({known})", f.name)));
         }
         let t = pjc_tensor::read_named(name, Path::new(path)).map_err(|e| Failure::Env(format!("input '{name}': {e}")))?;
         got.insert(name.to_string(), Source { tensor: t, from: path.to_string() });

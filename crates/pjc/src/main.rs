@@ -100,6 +100,9 @@ enum Emit {
     Plan,
     /// The x86-64 LLVM IR of the plan's kernels (optimized, baseline x86-64-v3).
     Llvm,
+    /// The same LLVM IR as the lowering builds it, before LLVM's optimizations.
+    #[value(name = "llvm-unopt")]
+    LlvmUnopt,
     /// The NVPTX assembly of the plan's kernels (--gpu-arch, default sm_90).
     Ptx,
 }
@@ -165,7 +168,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 Some(Emit::Pir) => Stage::Expand,
                 Some(Emit::Sharded) => Stage::Propagate,
                 Some(Emit::Spmd) => Stage::Partition,
-                Some(Emit::Plan | Emit::Llvm | Emit::Ptx) | None => Stage::Plan,
+                Some(Emit::Plan | Emit::Llvm | Emit::LlvmUnopt | Emit::Ptx) | None => Stage::Plan,
             };
             if emit.is_none() && output.is_none() {
                 return Err(Failure::Env("pjc compile needs -o OUT (an executable to write) or --emit KIND".into()));
@@ -177,6 +180,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 (Some(Emit::Sharded), _) => print!("{}", pjc_front::print_module(&c.sharded())),
                 (Some(Emit::Spmd), _) => print!("{}", pjc_front::print_module(&c.partitioned.as_ref().expect("partitioned").module)),
                 (Some(Emit::Llvm), _) => print!("{}", pjc_codegen::emit_llvm(plan()).map_err(|e| Failure::Env(e.to_string()))?),
+                (Some(Emit::LlvmUnopt), _) => print!("{}", pjc_codegen::cpu::emit_llvm_unoptimized(plan()).map_err(|e| Failure::Env(e.to_string()))?),
                 (Some(Emit::Ptx), _) => print!("{}", pjc_codegen::emit_ptx(plan(), &gpu_arch).map_err(|e| Failure::Env(e.to_string()))?),
                 (Some(Emit::Plan), _) => {
                     let mem = c.memory();

@@ -14,6 +14,7 @@
 //! it these tests fail with a message saying so.
 
 use pjc_ir::{DType, FuncKind, Module};
+use pjc_tensor::compare::{assert_close, close, Tolerance};
 use pjc_tensor::{Buf, Tensor};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -109,39 +110,6 @@ fn random(ty: &pjc_ir::TensorType, seed: &mut u64) -> Tensor {
     Tensor::new(shape, data)
 }
 
-/// Spec section 11's tolerance (`exact`: bit for bit, NaN included).
-fn close(want: &Tensor, got: &Tensor, exact: bool) -> Result<(), String> {
-    if want.shape != got.shape || want.dtype() != got.dtype() {
-        return Err(format!("expected {}{:?}, got {}{:?}", want.dtype(), want.shape, got.dtype(), got.shape));
-    }
-    if exact {
-        return if pjc_tensor::buf_to_le_bytes(&want.data) == pjc_tensor::buf_to_le_bytes(&got.data) {
-            Ok(())
-        } else {
-            Err(format!("not bitwise equal:\n  want {:?}\n  got  {:?}", want.data, got.data))
-        };
-    }
-    match (want.data.lanes(), got.data.lanes()) {
-        (pjc_tensor::Lanes::F(x), pjc_tensor::Lanes::F(y)) => {
-            let rtol = match want.dtype() {
-                DType::F64 => 1e-12,
-                DType::F32 => 1e-4,
-                _ => 1e-2,
-            };
-            let m = x.iter().fold(0f64, |m, v| m.max(v.abs()));
-            for (i, (p, q)) in x.iter().zip(&y).enumerate() {
-                let ok = (p.is_nan() && q.is_nan()) || p == q || (p - q).abs() <= rtol * m + rtol * p.abs();
-                if !ok {
-                    return Err(format!("element {i}: expected {p}, got {q}"));
-                }
-            }
-            Ok(())
-        }
-        (x, y) if x == y => Ok(()),
-        _ => Err(format!("integer/pred results differ:\n  want {:?}\n  got  {:?}", want.data, got.data)),
-    }
-}
-
 /// A program to run: its text and the mesh sizes to run it with.
 struct Case {
     name: String,
@@ -206,7 +174,9 @@ fn run_case(case: &Case, twice: bool) -> Result<(), String> {
         for (i, w) in want.iter().enumerate() {
             let name = f.result_name(i);
             let g = got.iter().find(|(x, _)| *x == name).ok_or_else(|| format!("output '{name}' missing"))?;
-            close(w, &g.1, case.exact).map_err(|e| format!("-np {n}, result '{name}': {e}"))?;
+            // Spec section 11's tolerance, or bit for bit (NaN payloads included).
+            let tol = if case.exact { Tolerance::BITWISE } else { Tolerance::spec_long_sums(w.dtype()) };
+            close(w, &g.1, tol).map_err(|e| format!("-np {n}, result '{name}': {e}"))?;
         }
         outs.push(got);
     }
@@ -444,7 +414,7 @@ fn one_device_programs_run_without_mpirun() {
         let o = launch_exe(None, &exe, &a);
         assert!(o.status.success(), "{extra:?}: {}", String::from_utf8_lossy(&o.stderr));
         let got = pjc_tensor::read_safetensors(&out).unwrap();
-        close(&want[0], &got[0].1, false).unwrap();
+        assert_close(&want[0], &got[0].1, Tolerance::spec_long_sums(want[0].dtype()), &format!("{extra:?}"));
     }
     // --device cuda where CUDA cannot run (CI has no GPU) is one clear error;
     // on a GPU machine it must work (scripts/gpu-check.sh compares it).
@@ -457,7 +427,7 @@ fn one_device_programs_run_without_mpirun() {
     // Outputs as a directory of NAME.npy.
     let o = launch_exe(None, &exe, &["--inputs".into(), inputs.display().to_string(), "--output".into(), dir.join("npy").display().to_string()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    close(&want[0], &pjc_tensor::read_npy(&dir.join("npy/y.npy")).unwrap(), false).unwrap();
+    assert_close(&want[0], &pjc_tensor::read_npy(&dir.join("npy/y.npy")).unwrap(), Tolerance::spec_long_sums(want[0].dtype()), "npy/y.npy");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -575,9 +545,9 @@ fn loop_mode_trains_and_matches_repeated_eval_steps() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let got = pjc_tensor::read_safetensors(&dir.join("out.safetensors")).unwrap();
     let get = |n: &str| got.iter().find(|(k, _)| k == n).unwrap().1.clone();
-    close(&w_, &get("w"), false).unwrap();
-    close(&b_, &get("b"), false).unwrap();
-    close(&losses[steps as usize - 1], &get("loss"), false).unwrap();
+    assert_close(&w_, &get("w"), Tolerance::spec_long_sums(w_.dtype()), "w");
+    assert_close(&b_, &get("b"), Tolerance::spec_long_sums(b_.dtype()), "b");
+    assert_close(&losses[steps as usize - 1], &get("loss"), Tolerance::spec_long_sums(losses[steps as usize - 1].dtype()), "loss");
     // Rank 0 logged steps 2, 4, 6 with the loss of those steps.
     let logged: Vec<&str> = stdout.lines().filter(|l| l.starts_with("step ")).collect();
     assert_eq!(logged.len(), 3, "{stdout}");

@@ -30,7 +30,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use pjc_tensor::{read_npy, Lanes, Tensor};
+use pjc_tensor::compare::{close, Tolerance};
+use pjc_tensor::read_npy;
 
 /// Wall-clock limit for one `pjc eval`.
 const CASE_TIMEOUT: Duration = Duration::from_secs(300);
@@ -98,92 +99,6 @@ fn npy_names(dir: &Path, prefix: &str) -> Result<Vec<String>, String> {
     }
     names.sort();
     Ok(names)
-}
-
-fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
-    let mut idx = vec![0; shape.len()];
-    for d in (0..shape.len()).rev() {
-        if shape[d] > 0 {
-            idx[d] = flat % shape[d];
-            flat /= shape[d];
-        }
-    }
-    idx
-}
-
-fn float_mismatch(got: f64, exp: f64, rtol: f64, scale: f64, anyzero: bool) -> bool {
-    if exp.is_nan() {
-        return !got.is_nan();
-    }
-    if got.is_nan() {
-        return true;
-    }
-    if exp.is_infinite() || got.is_infinite() {
-        return got != exp;
-    }
-    if exp == 0.0 && got == 0.0 {
-        return !anyzero && exp.is_sign_negative() != got.is_sign_negative();
-    }
-    (got - exp).abs() > rtol * scale + rtol * exp.abs()
-}
-
-/// Compares one result; `None` when it matches, else a description of the first mismatch.
-fn compare(got: &Tensor, exp: &Tensor, rtol: f64, anyzero: bool) -> Option<String> {
-    let (gd, ed) = (got.dtype().to_string(), exp.dtype().to_string());
-    if gd != ed {
-        return Some(format!("dtype {gd}, expected {ed}"));
-    }
-    if got.shape != exp.shape {
-        return Some(format!("shape {:?}, expected {:?}", got.shape, exp.shape));
-    }
-    let shape = &exp.shape;
-    let mut first: Option<(usize, String, String)> = None;
-    let mut count = 0usize;
-    let mut note = |i: usize, g: String, e: String| {
-        count += 1;
-        if first.is_none() {
-            first = Some((i, g, e));
-        }
-    };
-    match (got.data.lanes(), exp.data.lanes()) {
-        (Lanes::F(g), Lanes::F(e)) => {
-            let scale = e
-                .iter()
-                .filter(|v| v.is_finite())
-                .fold(0.0f64, |m, v| m.max(v.abs()));
-            for (i, (&a, &b)) in g.iter().zip(e.iter()).enumerate() {
-                if float_mismatch(a, b, rtol, scale, anyzero) {
-                    note(i, format!("{a:?}"), format!("{b:?}"));
-                }
-            }
-        }
-        (Lanes::I(g), Lanes::I(e)) => {
-            for (i, (a, b)) in g.iter().zip(e.iter()).enumerate() {
-                if a != b {
-                    note(i, a.to_string(), b.to_string());
-                }
-            }
-        }
-        (Lanes::P(g), Lanes::P(e)) => {
-            for (i, (a, b)) in g.iter().zip(e.iter()).enumerate() {
-                if a != b {
-                    note(i, a.to_string(), b.to_string());
-                }
-            }
-        }
-        _ => return Some(format!("lane class differs (dtype {gd})")),
-    }
-    let (i, g, e) = first?;
-    let rule = if matches!(exp.data.lanes(), Lanes::F(_)) {
-        format!("rtol {rtol:e}")
-    } else {
-        "exact".to_string()
-    };
-    Some(format!(
-        "{count} of {} elements differ ({rule}); first at {:?} (flat {i}): got {g}, expected {e}",
-        exp.len(),
-        unravel(i, shape)
-    ))
 }
 
 /// Tail of a text, at most `n` lines.
@@ -358,7 +273,9 @@ fn run_case(pjc: &Path, case_dir: &Path, work: &Path, mode: Mode) -> Vec<String>
             .copied()
             .or(tol.case_rtol)
             .unwrap_or_else(|| default_rtol(&dtype));
-        if let Some(msg) = compare(&got, &exp, rtol, tol.anyzero) {
+        // Spec section 11's rule; zeros keep their sign unless the case says `anyzero`.
+        let rule = if tol.anyzero { Tolerance::reassoc(rtol) } else { Tolerance::reassoc(rtol).with_signed_zeros() };
+        if let Err(msg) = close(&exp, &got, rule) {
             problems.push(format!("result `{name}`: {msg}"));
         }
     }

@@ -1,4 +1,4 @@
-// RUN: pjc compile %s --emit plan
+// test: plan
 // An elementwise chain with a transpose and a broadcast in the middle is one
 // loop kernel; the matmul is a library call; a value used twice (%t) is stored
 // once instead of being recomputed.

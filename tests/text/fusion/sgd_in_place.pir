@@ -1,4 +1,4 @@
-// RUN: pjc compile %s --emit plan
+// test: plan
 // A carried parameter (result 'w' is the next value of %w) is updated in
 // place: the kernel reads %w only at the element it writes, so its buffer is
 // donated to the result.

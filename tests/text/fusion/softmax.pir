@@ -1,4 +1,4 @@
-// RUN: pjc compile %s --emit plan
+// test: plan
 // Softmax: the row max and the row sum are reduction kernels with their
 // producers fused in (input fusion); exp of the shifted logits is computed once
 // and stored, because both the sum and the division read it; the division

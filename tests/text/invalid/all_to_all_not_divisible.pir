@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // all_to_all over 4 devices cuts split_dim into 4 chunks: 6 is not divisible by 4.
 mesh [data=4]
 

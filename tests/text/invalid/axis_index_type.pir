@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // axis_index gives an i32 scalar.
 mesh [data=4]
 

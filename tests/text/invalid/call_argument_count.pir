@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // @f takes two arguments.
 func @f(%a: f32[4], %b: f32[4]) -> (c: f32[4]) {
   %c = add %a, %b

@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // @f calls @g which calls @f: PIR has no recursion.
 func @f(%a: f32[4]) -> (b: f32[4]) {
   %b = call @g(%a) : f32[4]

@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // @f returns f32[4]; the call site says f32[8].
 func @f(%a: f32[4]) -> (c: f32[4]) {
   %c = neg %a

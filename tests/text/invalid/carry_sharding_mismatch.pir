@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // Result 'w' carries parameter %w, so it must have %w's sharding too.
 mesh [data=2]
 

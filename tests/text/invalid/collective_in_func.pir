@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // Collectives are only for spmd funcs; in a func pjc inserts communication itself.
 mesh [data=4]
 

@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // all_gather over an axis the mesh does not have.
 mesh [data=4, model=2]
 

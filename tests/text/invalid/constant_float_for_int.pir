@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // A float literal cannot give an integer value.
 func @main() -> (y: i32[]) {
   %y = constant 1.5 : i32[]

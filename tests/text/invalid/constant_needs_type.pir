@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // constant needs its result type.
 func @main() -> (y: f32[]) {
   %y = constant 1.0

@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // true/false are pred literals.
 func @main() -> (y: f32[]) {
   %y = constant true : f32[]

@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // dims looks like "b01f_01io->b01f" (input_kernel->output).
 func @main(%x: f32[1,8,8,3], %k: f32[3,3,3,4]) -> (y: f32[1,6,6,4]) {
   %y = convolution %x, %k {dims="b01f,01io,b01f"}

@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // Function names are unique.
 func @f(%a: f32[4]) -> (b: f32[4]) {
   return %a

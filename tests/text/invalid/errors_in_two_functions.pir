@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // An error in one function does not hide the errors of the next one.
 func @f(%a: f32[4]) -> (b: f32[4]) {
   %b = neg %a,

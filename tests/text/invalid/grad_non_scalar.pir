@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // grad needs a function returning one float scalar.
 func @f(%w: f32[4], %x: f32[4]) -> (l: f32[4]) {
   %l = mul %w, %x

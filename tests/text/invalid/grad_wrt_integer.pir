@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // Only float operands have gradients; operand 1 is i32.
 func @f(%w: f32[4], %idx: i32[]) -> (l: f32[]) {
   %e = dynamic_slice %w, %idx {sizes=[1]}

@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // @f has two operands: positions 0 and 1.
 func @f(%w: f32[4], %x: f32[4]) -> (l: f32[]) {
   %p = mul %w, %x

@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // Numbers have no leading '+'.
 func @main() -> (y: f32[]) {
   %y = constant +1 : f32[]

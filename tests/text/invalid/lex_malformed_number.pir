@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // A number running into letters.
 func @main() -> (y: f32[]) {
   %y = constant 12abc : f32[]

@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // Several independent syntax errors: each is reported, once.
 func @main(%x: f32[4], %n: i32[4]) -> (y: f32[4]) {
   %a = add %x %x

@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // Several independent type errors: each is reported, and values whose definition
 // failed do not cause more errors where they are used.
 mesh [data=4]

@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // A mesh axis name is used twice.
 mesh [data=2, data=4]
 

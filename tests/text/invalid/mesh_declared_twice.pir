@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // Only one mesh per module.
 mesh [data=2]
 mesh [model=2]

@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // pjc check looks for the entry function @main.
 func @step(%x: f32[4]) -> (y: f32[4]) {
   %y = neg %x

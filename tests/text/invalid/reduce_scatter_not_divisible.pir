@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // reduce_scatter over data x model (8 devices): dimension 0 (size 12) is not divisible by 8.
 mesh [data=4, model=2]
 

@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // A mesh axis splits at most one dimension.
 mesh [data=4, model=2]
 

@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // A spmd func is written per device: no sharding constraints in its body.
 mesh [data=4]
 

@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // A sharding constraint inside the body must divide too.
 mesh [data=4]
 

@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // The result's dimension 1 (size 12) is split over data x model = 8 devices.
 mesh [data=4, model=2]
 

@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // 30 rows cannot be split evenly over 4 devices.
 mesh [data=4, model=2]
 

@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // '?' (open) is only for values inside a body.
 mesh [data=2]
 

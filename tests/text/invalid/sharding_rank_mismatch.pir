@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // One sharding entry per dimension: %x has rank 2.
 mesh [data=4]
 

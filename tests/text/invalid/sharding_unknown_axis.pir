@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // The mesh has no axis 'batch'.
 mesh [data=4, model=2]
 

@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // start must not exceed limit.
 func @main(%x: f32[8]) -> (y: f32[2]) {
   %y = slice %x {start=[6], limit=[4]}

@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // axis_index varies along its axis, so a result computed from it does too.
 mesh [data=4, model=2]
 

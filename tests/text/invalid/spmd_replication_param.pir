@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // %x differs between the data shards and 'y' is not split over data: not replicated.
 mesh [data=4]
 

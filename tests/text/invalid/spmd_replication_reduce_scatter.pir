@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // reduce_scatter leaves each device a different slice: 'y' must be split over data.
 mesh [data=4]
 

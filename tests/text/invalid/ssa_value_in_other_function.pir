@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // Values are visible only in their own function.
 func @f(%a: f32[4]) -> (b: f32[4]) {
   %b = neg %a

@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // A type needs its shape in brackets (a scalar is f32[]).
 func @main(%x: f32) -> (y: f32[]) {
   return %x

@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: error
 // in_dims has one entry per operand (2), not 1.
 func @dot(%a: f32[16], %b: f32[16]) -> (c: f32[]) {
   %c = dot_general %a, %b {lhs_contract=[0], rhs_contract=[0]}

@@ -1,4 +1,4 @@
-// RUN: pjc compile %s --emit sharded
+// test: sharded
 // Attention with heads split over model: scores, softmax and the weighted sum
 // all keep the head split; the output projection contracts over heads.
 mesh [data=2, model=4]

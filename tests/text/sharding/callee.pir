@@ -1,4 +1,4 @@
-// RUN: pjc compile %s --emit sharded
+// test: sharded
 // Propagation crosses calls: into the callee's unannotated parameters and back
 // out through its results.
 mesh [data=4]

@@ -1,4 +1,4 @@
-// RUN: pjc compile %s --emit sharded
+// test: sharded
 // Conflicts, resolved by the documented policy: for %s both operands are
 // annotated and equally big, so the split over more devices (model, 4) wins
 // over data (2). For %u the annotated operand %small beats the value %r that

@@ -1,4 +1,4 @@
-// RUN: pjc compile %s --emit sharded
+// test: sharded
 // A sharding constraint inside the body wins over what would propagate, and
 // what follows it is propagated from the constraint.
 mesh [data=4]

@@ -1,4 +1,4 @@
-// RUN: pjc compile %s --emit sharded
+// test: sharded
 // Data-parallel conv net: conv, relu, max pool, flatten, dense all keep the
 // batch split; the kernel and dense weights stay replicated.
 mesh [data=4]

@@ -1,4 +1,4 @@
-// RUN: pjc compile %s --emit sharded
+// test: sharded
 // Spatially split convolution: the image height is split over data; the output
 // height follows (a permutation factor: the partitioner exchanges halos), the
 // kernel's window stays whole.

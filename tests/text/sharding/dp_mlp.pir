@@ -1,4 +1,4 @@
-// RUN: pjc compile %s --emit sharded
+// test: sharded
 // Data parallel: only the batch is split; every activation follows it, the
 // weights stay replicated.
 mesh [data=4]

@@ -1,4 +1,4 @@
-// RUN: pjc compile %s --emit sharded
+// test: sharded
 // The same MLP annotated only on its result: propagation runs backwards and
 // every activation gets the batch split, as in dp_mlp.pir.
 mesh [data=4]

@@ -1,4 +1,4 @@
-// RUN: pjc explain %s
+// test: explain
 mesh [data=2, model=2]
 
 func @main(%x: f32[8,4] on [data, _], %w: f32[4,6] on [_, model]) -> (h: f32[8,6]) {

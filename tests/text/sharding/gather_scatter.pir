@@ -1,4 +1,4 @@
-// RUN: pjc compile %s --emit sharded
+// test: sharded
 // Embedding lookup: the table is split on its feature dim, the indices on the
 // batch; the gathered rows carry both. scatter_add (its gradient) keeps the
 // table's split; the looked-up axis itself is never split.

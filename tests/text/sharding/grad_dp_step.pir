@@ -1,4 +1,4 @@
-// RUN: pjc compile %s --emit sharded
+// test: sharded
 // A data-parallel training step written with grad: after expansion the
 // gradient of the replicated weight is replicated, the per-example values follow
 // the batch split.

@@ -1,4 +1,4 @@
-// RUN: pjc compile %s --emit spmd
+// test: spmd
 // The same step, partitioned: only the loss and the weight gradient are
 // all-reduced (the partial sums over the batch split).
 mesh [data=2]

@@ -1,4 +1,4 @@
-// RUN: pjc compile %s --emit sharded
+// test: sharded
 // Megatron MLP: w1 split by columns, w2 by rows. The hidden activation is split
 // on model between the two matmuls; the second matmul contracts over the split
 // dimension, so its result is a partial sum (replicated here; the partitioner

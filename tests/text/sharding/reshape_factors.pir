@@ -1,4 +1,4 @@
-// RUN: pjc compile %s --emit sharded
+// test: sharded
 // Reshape splits and merges dimensions into common factors; a split survives
 // when its factor is whole on both sides:
 // - %m: [8,6] -> [48]: the split major dim survives the merge;

@@ -1,4 +1,4 @@
-// RUN: pjc compile %s --emit sharded
+// test: sharded
 // Transpose permutes the split; reduce keeps the splits of the kept dimensions
 // and drops the reduced one (a partial sum when it was split).
 mesh [data=2, model=4]

@@ -1,4 +1,4 @@
-// RUN: pjc compile %s --emit sharded
+// test: sharded
 // vmap of a per-example function over a batch split on data: the batched
 // values keep the split on the new dimension.
 mesh [data=4]

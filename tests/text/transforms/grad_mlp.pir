@@ -1,4 +1,4 @@
-// RUN: pjc compile %s --emit pir
+// test: pir
 // value_and_grad of a 2-layer MLP loss: the expansion is a call of a generated
 // @loss.grad holding the forward code then the backward pass, values named after
 // their origin (%h.ct is the cotangent of %h).

@@ -1,4 +1,4 @@
-// RUN: pjc compile %s --emit pir
+// test: error pir
 // An op without a gradient rule is reported at the grad, not a crash.
 func @f(%x: f16[4]) -> (f32[]) {
   %b = bitcast_convert %x : bf16[4]

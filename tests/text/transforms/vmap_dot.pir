@@ -1,4 +1,4 @@
-// RUN: pjc compile %s --emit pir
+// test: pir
 // vmap of a matrix-vector product with the matrix unmapped: the batch becomes a
 // free dimension of one dot_general, no transpose.
 func @mv(%m: f32[3,5], %v: f32[5]) -> (f32[3]) {

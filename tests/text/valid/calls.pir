@@ -1,4 +1,4 @@
-// RUN: pjc fmt %s
+// test: fmt
 // Calls, including one with several results.
 func @stats(%x: f32[8]) -> (sum: f32[], max: f32[]) {
   %sum = reduce %x {dims=[0], kind=sum}

@@ -1,4 +1,4 @@
-// RUN: pjc fmt %s
+// test: fmt
 // A full-line comment before the mesh.
 mesh [data=2]  // end of the mesh line
 

@@ -1,4 +1,4 @@
-// RUN: pjc fmt %s
+// test: fmt
 // Literals of every dtype kind; a scalar literal fills a non-scalar type.
 func @main() -> (a: i32[2,2], b: u8[3], c: pred[2], d: f32[2,2], e: i64[], f: pred[3], g: i8[2], h: u64[1]) {
   %a = constant [[1, 2], [3, -4]] : i32[2,2]

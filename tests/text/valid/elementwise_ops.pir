@@ -1,4 +1,4 @@
-// RUN: pjc fmt %s
+// test: fmt
 // Every elementwise op, result types left for inference where allowed.
 func @main(%x: f32[2,3], %y: f32[2,3], %i: i32[2,3], %j: i32[2,3], %u: u8[2,3], %p: pred[2,3], %q: pred[]) -> (f: f32[2,3], n: i32[2,3], b: pred[2,3], c: bf16[2,3], w: u32[2,3]) {
   %neg = neg %x

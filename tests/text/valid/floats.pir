@@ -1,4 +1,4 @@
-// RUN: pjc fmt %s
+// test: fmt
 // Float literals print in the shortest form that reads back as the same value.
 func @main() -> (a: f32[8], b: f64[6], c: bf16[4], d: f16[4], e: f32[3], s: f64[]) {
   %a = constant [0.00001, 1e16, -0.0, inf, -inf, nan, 0.1, 123456.5] : f32[8]

@@ -1,4 +1,4 @@
-// RUN: pjc fmt %s
+// test: fmt
 // grad (value_and_grad) and vmap.
 func @loss(%w: f32[4], %b: f32[], %x: f32[4], %n: i32[]) -> (l: f32[]) {
   %p = mul %w, %x

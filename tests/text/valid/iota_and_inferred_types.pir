@@ -1,4 +1,4 @@
-// RUN: pjc fmt %s
+// test: fmt
 // Result types that may be omitted are printed by fmt.
 func @main(%x: f32[3,5]) -> (i: i32[3,5], f: f32[3,5], r: f32[5], s: f32[]) {
   %i = iota {dim=1} : i32[3,5]

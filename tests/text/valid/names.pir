@@ -1,4 +1,4 @@
-// RUN: pjc fmt %s
+// test: fmt
 // Value names may start with a digit and contain dots and underscores.
 func @f.v2(%0: f32[2]) -> (r_1: f32[2]) {
   %1 = neg %0

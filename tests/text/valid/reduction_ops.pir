@@ -1,4 +1,4 @@
-// RUN: pjc fmt %s
+// test: fmt
 // Reductions, contractions, windows and indexing with non-default attributes.
 func @main(%x: f32[2,8,8,3], %k: f32[3,3,3,4], %m: f32[4,6], %a: f32[5,2,3], %b: f32[5,3,7], %t: f32[10,4], %idx: i32[2,3], %src: f32[4,3], %n: i32[4,6], %xn: f32[2,3,8,8], %kn: f32[4,3,3,3]) -> (s: f32[4], pr: f32[6], mx: i32[4], am: i64[6], ai: i32[4], dg: f32[5,2,7], mm: f32[4,4], cv: f32[2,4,4,4], cg: f32[2,8,8,3], rw: f32[2,3], rs: f32[4,6], sa: f32[4,6], g: f32[2,3,4], sc: f32[10,4], nand: i32[4], cb: f32[1,13,6,4], cn: f32[2,4,6,6]) {
   %s = reduce %m {dims=[1], kind=sum}

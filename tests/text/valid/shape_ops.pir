@@ -1,4 +1,4 @@
-// RUN: pjc fmt %s
+// test: fmt
 // Shape ops with non-default attributes; defaults written out (stride=[1,1],
 // interior=[0,0], dims=[] for a scalar) are dropped by fmt, and attributes come
 // in the order of the op's declaration.

@@ -1,4 +1,4 @@
-// RUN: pjc fmt %s
+// test: fmt
 // Shardings: axis groups, '?', '_', constraints inside a func body.
 mesh [data=2, model=2, pipe=2]
 

@@ -1,4 +1,4 @@
-// RUN: pjc fmt %s
+// test: fmt
 // A func may call a spmd func (shard_map): the call site uses global types.
 mesh [data=4]
 

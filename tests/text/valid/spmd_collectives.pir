@@ -1,4 +1,4 @@
-// RUN: pjc fmt %s
+// test: fmt
 // A spmd func using every collective (per-device view).
 mesh [data=4, model=2]
 

@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: check
 // The valid form of invalid/spmd_replication_*: after all_reduce over data, 'y' is
 // the same on every device along data, so it need not be split over data.
 mesh [data=4]

@@ -1,4 +1,4 @@
-// RUN: pjc check %s
+// test: check
 // Results named like parameters carry state to the next step (same type and sharding).
 mesh [data=2]
 

@@ -1,4 +1,4 @@
-// RUN: pjc fmt %s
+// test: fmt
 // Layout is free: statements and signatures may be spread or packed.
 func   @main (  %x :f32[ 2 , 2 ]  ,%y:f32[2,2] )
   ->

@@ -3,7 +3,8 @@
 
 use pjc_plan::{Plan, Step};
 use pjc_ir::{DType, FuncKind, Module};
-use pjc_tensor::{Lanes, Tensor};
+use pjc_tensor::compare::{close, Tolerance};
+use pjc_tensor::Tensor;
 use std::path::{Path, PathBuf};
 
 pub fn root() -> PathBuf {
@@ -102,40 +103,9 @@ pub fn largest_reduction(plan: &Plan) -> u64 {
         .unwrap_or(0)
 }
 
-/// Distance in units in the last place of dtype `d` between two values of it.
-pub fn ulps(a: f64, b: f64, d: DType) -> u64 {
-    if a.is_nan() || b.is_nan() {
-        return if a.is_nan() && b.is_nan() {
-            0
-        } else {
-            u64::MAX
-        };
-    }
-    let key = |x: f64| -> i64 {
-        let bits: i64 = match d {
-            DType::F64 => x.to_bits() as i64,
-            DType::F32 => (x as f32).to_bits() as i32 as i64,
-            DType::F16 => half::f16::from_f64(x).to_bits() as i16 as i64,
-            DType::BF16 => half::bf16::from_f64(x).to_bits() as i16 as i64,
-            _ => unreachable!(),
-        };
-        let sign_bit: i64 = match d {
-            DType::F64 => i64::MIN,
-            DType::F32 => i32::MIN as i64,
-            _ => i16::MIN as i64,
-        };
-        if bits < 0 {
-            sign_bit - bits
-        } else {
-            bits
-        }
-    };
-    key(a).abs_diff(key(b))
-}
-
-/// The tolerance a float result is checked with: programs without reductions
-/// or library steps within `ULPS` units in the last place of the result dtype
-/// (+, -, *, /, sqrt, conversions, max/min, rounding are exact, so only the
+/// The tolerance a result is checked with: programs without reductions or
+/// library steps within `ULPS` units in the last place of the result dtype (+,
+/// -, *, /, sqrt, conversions, max/min, rounding are exact, so only the
 /// transcendental functions differ: the interpreter computes them in f64 and
 /// rounds once, generated code calls libm's f32 functions or, in vectorized
 /// loops, glibc's libmvec, documented to be within 4 ulp); programs with
@@ -144,86 +114,19 @@ pub fn ulps(a: f64, b: f64, d: DType) -> u64 {
 /// relative to the largest result magnitude). Integers and pred: exact.
 pub const ULPS: u64 = 4;
 
-/// Compares `got` with the interpreter's `want`; returns a description of the
-/// first mismatches.
-pub fn compare(want: &Tensor, got: &Tensor, plan: &Plan) -> Result<(), String> {
-    if want.shape != got.shape || want.dtype() != got.dtype() {
-        return Err(format!(
-            "got {}{:?}, want {}{:?}",
-            got.dtype(),
-            got.shape,
-            want.dtype(),
-            want.shape
-        ));
-    }
-    let d = want.dtype();
-    match (want.data.lanes(), got.data.lanes()) {
-        (Lanes::F(w), Lanes::F(g)) => {
-            let reassoc = reassociates(plan);
-            let rtol = match d {
-                DType::F16 | DType::BF16 => 1e-2,
-                DType::F64 => 1e-12,
-                _ if largest_reduction(plan) > 1000 => 1e-4,
-                _ => 1e-5,
-            };
-            let maxabs = w
-                .iter()
-                .filter(|x| x.is_finite())
-                .fold(0.0f64, |m, x| m.max(x.abs()));
-            let mut bad = vec![];
-            for (i, (&x, &y)) in w.iter().zip(&g).enumerate() {
-                if x.is_nan() && y.is_nan() || x.to_bits() == y.to_bits() {
-                    continue;
-                }
-                let ok = if reassoc {
-                    (x == y) || (x - y).abs() <= rtol * maxabs + rtol * x.abs()
-                } else {
-                    ulps(x, y, d) <= ULPS
-                };
-                if !ok {
-                    bad.push(format!(
-                        "[{i}] want {x:e} got {y:e} ({} ulp)",
-                        ulps(x, y, d)
-                    ));
-                }
-            }
-            if bad.is_empty() {
-                Ok(())
-            } else {
-                Err(format!(
-                    "{} of {} elements differ: {}",
-                    bad.len(),
-                    w.len(),
-                    bad.iter().take(5).cloned().collect::<Vec<_>>().join(", ")
-                ))
-            }
-        }
-        (w, g) => {
-            if w == g {
-                Ok(())
-            } else {
-                let n = match (&w, &g) {
-                    (Lanes::I(a), Lanes::I(b)) => a.iter().zip(b).position(|(x, y)| x != y),
-                    (Lanes::P(a), Lanes::P(b)) => a.iter().zip(b).position(|(x, y)| x != y),
-                    _ => None,
-                };
-                Err(format!(
-                    "integer/pred results differ (first at {n:?}): want {:?}.. got {:?}..",
-                    excerpt(&w, n),
-                    excerpt(&g, n)
-                ))
-            }
-        }
+pub fn tolerance(d: DType, plan: &Plan) -> Tolerance {
+    if !reassociates(plan) {
+        Tolerance::ulps(ULPS)
+    } else if largest_reduction(plan) > 1000 {
+        Tolerance::spec_long_sums(d)
+    } else {
+        Tolerance::spec(d)
     }
 }
 
-fn excerpt(l: &Lanes, at: Option<usize>) -> String {
-    let i = at.unwrap_or(0);
-    match l {
-        Lanes::I(v) => format!("{:?}", &v[i..(i + 4).min(v.len())]),
-        Lanes::P(v) => format!("{:?}", &v[i..(i + 4).min(v.len())]),
-        Lanes::F(v) => format!("{:?}", &v[i..(i + 4).min(v.len())]),
-    }
+/// Compares `got` with the interpreter's `want` under [`tolerance`].
+pub fn compare(want: &Tensor, got: &Tensor, plan: &Plan) -> Result<(), String> {
+    close(want, got, tolerance(want.dtype(), plan)).map_err(|e| e.to_string())
 }
 
 /// ptxas: `PJC_PTXAS`, else the project's `.venv` (scripts/ptxas.sh), else PATH.

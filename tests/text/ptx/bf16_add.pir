@@ -1,0 +1,7 @@
+// test: ptx
+// Elementwise bf16: widened to f32, added, rounded back to bf16 (to nearest even).
+// The sm_90 PTX, precisely (moved from pjc-codegen's snapshots).
+func @main(%a: bf16[3], %b: bf16[3]) -> (r: bf16[3]) {
+  %r = add %a, %b
+  return %r
+}
