@@ -26,7 +26,7 @@
 use crate::groups::{is_block_owner, shard_block};
 use crate::pack::insert_block;
 use crate::shardio::open_safetensors;
-use crate::world::World;
+use crate::world::{agree, World};
 use crate::RuntimeError;
 use pjc_ir::{DType, Mesh, Sharding, TensorType};
 use pjc_tensor::Tensor;
@@ -170,7 +170,7 @@ fn write_tmp_and_publish(world: &World, dir: &Path, step: u64, mesh: &Mesh, carr
     } else {
         Ok(())
     };
-    crate::exe::agree(world, first)?;
+    agree(world, first)?;
     // This rank's blocks.
     let mut named = vec![];
     for (c, t) in carried.iter().zip(values) {
@@ -185,7 +185,7 @@ fn write_tmp_and_publish(world: &World, dir: &Path, step: u64, mesh: &Mesh, carr
         write_synced(&path, &bytes)?;
         Ok((bytes.len() as u64, crc32fast::hash(&bytes)))
     })();
-    let mine = crate::exe::agree(world, mine)?;
+    let mine = agree(world, mine)?;
     let mut rec = mine.0.to_le_bytes().to_vec();
     rec.extend(mine.1.to_le_bytes());
     let all = world.gather_to_root(&rec)?;
@@ -238,7 +238,7 @@ fn write_tmp_and_publish(world: &World, dir: &Path, step: u64, mesh: &Mesh, carr
         Ok(step_dir(dir, step))
     };
     // Every rank learns whether rank 0 published it.
-    crate::exe::agree(world, published)
+    agree(world, published)
 }
 
 /// The steps of the `step-*` directories in `dir`, oldest first.
@@ -324,7 +324,7 @@ pub fn choose(world: &World, dir: &Path, carried: &[Carried]) -> Result<Option<u
             problem = Some(RuntimeError::Env(format!("--resume: no complete checkpoint in '{}' (all {} are damaged; see above)", dir.display(), steps.len())));
         }
     }
-    crate::exe::agree(world, problem.map_or(Ok(()), Err))?;
+    agree(world, problem.map_or(Ok(()), Err))?;
     let s = world.broadcast_u64(pick);
     Ok((s != NONE).then_some(s))
 }

@@ -4,7 +4,8 @@
 //! device backend. No compiler is linked in: kernels come precompiled in the
 //! executable (a shared object for the host, PTX for GPUs).
 //!
-//! - [`world`]: MPI start-up ([`World`]), rank/size, the process-count check.
+//! - [`world`]: MPI start-up ([`World`]), rank/size, the process-count check,
+//!   [`world::agree`] (every rank takes the same path after a phase).
 //! - [`groups`]: device groups and shard blocks as pure functions of the mesh.
 //! - [`collectives`]: one communicator per group of every axis list a plan
 //!   uses, built up front; the five collectives and `axis_index`
