@@ -7,9 +7,22 @@
 //!   shared object, GEMM, MPI collectives.
 //! - [`crate::cuda::CudaBackend`]: device buffers, the embedded PTX, cuBLAS,
 //!   NCCL collectives on the compute stream.
+//!
+//! [`DeviceChoice`] names the kinds; it lives here, below everything that
+//! picks or reports one (`exe.rs`, `memory.rs`, `devices.rs`).
 
 use crate::RuntimeError;
 use pjc_tensor::Tensor;
+
+/// A device kind: `--device` as given (`auto` lets [`crate::exe`] pick), and
+/// the kind every rank then runs on (`cpu` or `cuda`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum DeviceChoice {
+    #[default]
+    Auto,
+    Cpu,
+    Cuda,
+}
 
 /// One device's executor of one plan.
 pub trait Backend {

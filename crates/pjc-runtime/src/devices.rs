@@ -1,7 +1,7 @@
 //! `./model.bin --list-devices` and `pjc devices`: what each rank would run
 //! on, and what this machine offers, without running anything.
 
-use crate::exe::DeviceChoice;
+use crate::backend::DeviceChoice;
 use pjc_plan::Artifact;
 use crate::world::World;
 use crate::RuntimeError;

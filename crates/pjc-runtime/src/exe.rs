@@ -18,7 +18,7 @@
 //! failing rank's code and only that rank prints; failures during the run
 //! abort the job (other ranks may be inside a collective).
 
-use crate::backend::Backend;
+use crate::backend::{Backend, DeviceChoice};
 use crate::driver::{assemble, write_outputs};
 use crate::groups::shard_block;
 use crate::payload::{section, Payload};
@@ -79,14 +79,6 @@ pub struct ExeArgs {
     /// Print every rank's host, local rank, mesh coordinates and device, and exit.
     #[arg(long)]
     pub list_devices: bool,
-}
-
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum DeviceChoice {
-    #[default]
-    Auto,
-    Cpu,
-    Cuda,
 }
 
 fn corrupt(m: String) -> RuntimeError {
