@@ -116,7 +116,7 @@ pub struct Carried<'a> {
 }
 
 fn io(path: &Path, what: &str, e: std::io::Error) -> RuntimeError {
-    RuntimeError::Env(format!("cannot {what} '{}': {}", path.display(), crate::driver::io_reason(&e)))
+    RuntimeError::Env(format!("cannot {what} '{}': {}", path.display(), crate::error::io_reason(&e)))
 }
 
 pub fn step_dir(dir: &Path, step: u64) -> PathBuf {
@@ -256,7 +256,7 @@ pub fn list(dir: &Path) -> Vec<u64> {
 /// Why checkpoint `path` cannot be loaded for `carried`, or its manifest.
 pub fn validate(path: &Path, carried: &[Carried]) -> Result<Manifest, String> {
     let mpath = path.join("manifest.json");
-    let text = std::fs::read_to_string(&mpath).map_err(|e| format!("cannot read its manifest: {}", crate::driver::io_reason(&e)))?;
+    let text = std::fs::read_to_string(&mpath).map_err(|e| format!("cannot read its manifest: {}", crate::error::io_reason(&e)))?;
     let m: Manifest = serde_json::from_str(&text).map_err(|e| format!("its manifest is not valid: {e}"))?;
     if m.format != FORMAT {
         return Err(format!("its format is '{}', not '{FORMAT}'", m.format));
@@ -281,7 +281,7 @@ pub fn validate(path: &Path, carried: &[Carried]) -> Result<Manifest, String> {
             return Err(format!("its manifest names the file '{name}', which is not in the checkpoint's directory"));
         }
         let p = path.join(name);
-        let bytes = std::fs::read(&p).map_err(|e| format!("{name}: {}", crate::driver::io_reason(&e)))?;
+        let bytes = std::fs::read(&p).map_err(|e| format!("{name}: {}", crate::error::io_reason(&e)))?;
         if bytes.len() as u64 != f.bytes {
             return Err(format!("{name} has {} bytes, its manifest says {} (torn write?)", bytes.len(), f.bytes));
         }

@@ -14,17 +14,6 @@ fn env<E: std::fmt::Display>(e: E) -> RuntimeError {
     RuntimeError::Env(e.to_string())
 }
 
-/// An io::Error's message without Rust's " (os error N)" suffix.
-pub(crate) fn io_reason(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    match s.find(" (os error") {
-        Some(i) => s[..i].to_string(),
-        None => s,
-    }
-}
-
-
-
 /// Assembles result `r` from every device's local value (`parts[d]` is
 /// device d's bytes); each element comes from the first device holding it.
 pub fn assemble(r: &Port, mesh: &Mesh, parts: &[Vec<u8>]) -> Tensor {
