@@ -19,7 +19,7 @@
 //! abort the job (other ranks may be inside a collective).
 
 use crate::backend::{Backend, DeviceChoice};
-use crate::driver::{assemble, write_outputs};
+use crate::results::{assemble, write_outputs};
 use crate::groups::shard_block;
 use crate::payload::{section, Payload};
 use crate::shardio::{open_named, open_safetensors, Source};

@@ -17,7 +17,7 @@
 //! - [`shardio`]: memory-mapped inputs, read shard by shard.
 //! - [`backend`]: the device interface; [`cpu`] (host kernels from the
 //!   executable's shared object, MPI) and [`cuda`] (PTX, cuBLAS, NCCL).
-//! - [`driver`]: global types, assembling and writing outputs.
+//! - [`results`]: a result assembled from every device's shard; writing them.
 //! - [`exe`]: the compiled executable's `main` (flags, device choice, loop
 //!   mode, logging).
 //! - [`RuntimeError`] (`error.rs`): why a run failed, and its exit code.
@@ -28,13 +28,13 @@ pub mod collectives;
 pub mod cpu;
 pub mod cuda;
 pub mod devices;
-pub mod driver;
 mod error;
 pub mod exe;
 pub mod groups;
 pub mod memory;
 pub mod pack;
 pub mod payload;
+pub mod results;
 pub mod shardio;
 pub mod trace;
 pub mod world;

@@ -1,6 +1,6 @@
-//! Pieces of a run shared by the executable's main ([`crate::exe`]):
-//! assembling global results from every device's shard, writing outputs
-//! (spec section 10's `--output`).
+//! The run's results, for the executable's main ([`crate::exe`]): each
+//! assembled as a global array from every device's shard, and written to
+//! `--output` (spec section 10).
 
 use crate::groups::{is_block_owner, shard_block};
 use crate::pack::insert_block;
