@@ -26,7 +26,7 @@
 use crate::groups::{is_block_owner, shard_block};
 use crate::pack::insert_block;
 use crate::shardio::open_safetensors;
-use crate::world::World;
+use crate::world::{agree, World};
 use crate::RuntimeError;
 use pjc_ir::{DType, Mesh, Sharding, TensorType};
 use pjc_tensor::Tensor;
@@ -116,7 +116,7 @@ pub struct Carried<'a> {
 }
 
 fn io(path: &Path, what: &str, e: std::io::Error) -> RuntimeError {
-    RuntimeError::Env(format!("cannot {what} '{}': {}", path.display(), crate::driver::io_reason(&e)))
+    RuntimeError::Env(format!("cannot {what} '{}': {}", path.display(), crate::error::io_reason(&e)))
 }
 
 pub fn step_dir(dir: &Path, step: u64) -> PathBuf {
@@ -170,7 +170,7 @@ fn write_tmp_and_publish(world: &World, dir: &Path, step: u64, mesh: &Mesh, carr
     } else {
         Ok(())
     };
-    crate::exe::agree(world, first)?;
+    agree(world, first)?;
     // This rank's blocks.
     let mut named = vec![];
     for (c, t) in carried.iter().zip(values) {
@@ -185,7 +185,7 @@ fn write_tmp_and_publish(world: &World, dir: &Path, step: u64, mesh: &Mesh, carr
         write_synced(&path, &bytes)?;
         Ok((bytes.len() as u64, crc32fast::hash(&bytes)))
     })();
-    let mine = crate::exe::agree(world, mine)?;
+    let mine = agree(world, mine)?;
     let mut rec = mine.0.to_le_bytes().to_vec();
     rec.extend(mine.1.to_le_bytes());
     let all = world.gather_to_root(&rec)?;
@@ -238,7 +238,7 @@ fn write_tmp_and_publish(world: &World, dir: &Path, step: u64, mesh: &Mesh, carr
         Ok(step_dir(dir, step))
     };
     // Every rank learns whether rank 0 published it.
-    crate::exe::agree(world, published)
+    agree(world, published)
 }
 
 /// The steps of the `step-*` directories in `dir`, oldest first.
@@ -256,7 +256,7 @@ pub fn list(dir: &Path) -> Vec<u64> {
 /// Why checkpoint `path` cannot be loaded for `carried`, or its manifest.
 pub fn validate(path: &Path, carried: &[Carried]) -> Result<Manifest, String> {
     let mpath = path.join("manifest.json");
-    let text = std::fs::read_to_string(&mpath).map_err(|e| format!("cannot read its manifest: {}", crate::driver::io_reason(&e)))?;
+    let text = std::fs::read_to_string(&mpath).map_err(|e| format!("cannot read its manifest: {}", crate::error::io_reason(&e)))?;
     let m: Manifest = serde_json::from_str(&text).map_err(|e| format!("its manifest is not valid: {e}"))?;
     if m.format != FORMAT {
         return Err(format!("its format is '{}', not '{FORMAT}'", m.format));
@@ -281,7 +281,7 @@ pub fn validate(path: &Path, carried: &[Carried]) -> Result<Manifest, String> {
             return Err(format!("its manifest names the file '{name}', which is not in the checkpoint's directory"));
         }
         let p = path.join(name);
-        let bytes = std::fs::read(&p).map_err(|e| format!("{name}: {}", crate::driver::io_reason(&e)))?;
+        let bytes = std::fs::read(&p).map_err(|e| format!("{name}: {}", crate::error::io_reason(&e)))?;
         if bytes.len() as u64 != f.bytes {
             return Err(format!("{name} has {} bytes, its manifest says {} (torn write?)", bytes.len(), f.bytes));
         }
@@ -324,7 +324,7 @@ pub fn choose(world: &World, dir: &Path, carried: &[Carried]) -> Result<Option<u
             problem = Some(RuntimeError::Env(format!("--resume: no complete checkpoint in '{}' (all {} are damaged; see above)", dir.display(), steps.len())));
         }
     }
-    crate::exe::agree(world, problem.map_or(Ok(()), Err))?;
+    agree(world, problem.map_or(Ok(()), Err))?;
     let s = world.broadcast_u64(pick);
     Ok((s != NONE).then_some(s))
 }

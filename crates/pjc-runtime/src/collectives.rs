@@ -23,24 +23,13 @@
 
 use crate::groups::{group_of, GroupOf};
 use crate::pack::{concat_chunks, pack_chunks};
-use crate::world::World;
+use crate::world::{check_count, World};
 use crate::RuntimeError;
 use mpi::topology::{Color, Communicator, SimpleCommunicator};
 use mpi::traits::*;
 use pjc_plan::GroupTable;
 use pjc_ir::{InstData, Mesh, Opcode, TensorType};
 use pjc_tensor::{Tensor, TensorError};
-
-/// MPI counts are C ints: one call moves at most this many bytes.
-pub(crate) fn check_count(bytes: usize) -> Result<(), RuntimeError> {
-    if bytes > i32::MAX as usize {
-        return Err(RuntimeError::Env(format!(
-            "a collective would move {bytes} bytes in one MPI call, more than MPI's limit of {} (not supported yet)",
-            i32::MAX
-        )));
-    }
-    Ok(())
-}
 
 /// One device's group over an axis list.
 struct Group {

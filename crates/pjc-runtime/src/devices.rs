@@ -1,36 +1,10 @@
 //! `./model.bin --list-devices` and `pjc devices`: what each rank would run
 //! on, and what this machine offers, without running anything.
 
-use crate::exe::DeviceChoice;
+use crate::backend::DeviceChoice;
 use pjc_plan::Artifact;
 use crate::world::World;
 use crate::RuntimeError;
-
-/// One GPU as the CUDA driver describes it.
-#[derive(Clone, Debug)]
-pub struct GpuInfo {
-    pub ordinal: usize,
-    pub name: String,
-    pub memory_bytes: u64,
-    /// (major, minor).
-    pub compute_capability: (i32, i32),
-}
-
-impl std::fmt::Display for GpuInfo {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "GPU {}: {}, {:.1} GiB, compute capability {}.{} (sm_{}{})",
-            self.ordinal,
-            self.name,
-            self.memory_bytes as f64 / (1u64 << 30) as f64,
-            self.compute_capability.0,
-            self.compute_capability.1,
-            self.compute_capability.0,
-            self.compute_capability.1
-        )
-    }
-}
 
 /// The CPU's model name (from /proc/cpuinfo).
 pub fn cpu_model() -> String {

@@ -18,12 +18,12 @@
 //! failing rank's code and only that rank prints; failures during the run
 //! abort the job (other ranks may be inside a collective).
 
-use crate::backend::Backend;
-use crate::driver::{assemble, write_outputs};
+use crate::backend::{Backend, DeviceChoice};
+use crate::results::{assemble, write_outputs};
 use crate::groups::shard_block;
 use crate::payload::{section, Payload};
 use crate::shardio::{open_named, open_safetensors, Source};
-use crate::world::World;
+use crate::world::{agree, World};
 use crate::RuntimeError;
 use clap::Parser;
 use pjc_plan::{Artifact, ArtifactError};
@@ -81,14 +81,6 @@ pub struct ExeArgs {
     pub list_devices: bool,
 }
 
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum DeviceChoice {
-    #[default]
-    Auto,
-    Cpu,
-    Cuda,
-}
-
 fn corrupt(m: String) -> RuntimeError {
     RuntimeError::Env(format!("this executable is damaged: {m}"))
 }
@@ -101,25 +93,6 @@ pub fn load(p: &Payload) -> Result<Artifact, RuntimeError> {
         ArtifactError::Format { .. } | ArtifactError::Schema { .. } => RuntimeError::Env(format!("this executable cannot run with this runtime: {e}")),
         e => corrupt(e.to_string()),
     })
-}
-
-/// Makes every rank take the same path after a phase that may fail on some
-/// ranks only: the first failure (by rank) as seen by every rank — the
-/// failing rank's own error, or [`RuntimeError::Elsewhere`] on the others.
-pub fn agree<T>(world: &World, r: Result<T, RuntimeError>) -> Result<T, RuntimeError> {
-    if world.size() == 1 {
-        return r;
-    }
-    let code = match &r {
-        Ok(_) => 0u8,
-        Err(e) => e.exit_code().clamp(1, 255) as u8,
-    };
-    let codes = world.all_codes(code);
-    match codes.iter().position(|&c| c != 0) {
-        None => r,
-        Some(first) if first == world.rank() => r,
-        Some(first) => Err(RuntimeError::Elsewhere { rank: first, code: codes[first] as i32 }),
-    }
 }
 
 /// Where each parameter's value comes from.

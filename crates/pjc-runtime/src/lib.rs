@@ -4,7 +4,8 @@
 //! device backend. No compiler is linked in: kernels come precompiled in the
 //! executable (a shared object for the host, PTX for GPUs).
 //!
-//! - [`world`]: MPI start-up ([`World`]), rank/size, the process-count check.
+//! - [`world`]: MPI start-up ([`World`]), rank/size, the process-count check,
+//!   [`world::agree`] (every rank takes the same path after a phase).
 //! - [`groups`]: device groups and shard blocks as pure functions of the mesh.
 //! - [`collectives`]: one communicator per group of every axis list a plan
 //!   uses, built up front; the five collectives and `axis_index`
@@ -16,9 +17,10 @@
 //! - [`shardio`]: memory-mapped inputs, read shard by shard.
 //! - [`backend`]: the device interface; [`cpu`] (host kernels from the
 //!   executable's shared object, MPI) and [`cuda`] (PTX, cuBLAS, NCCL).
-//! - [`driver`]: global types, assembling and writing outputs.
+//! - [`results`]: a result assembled from every device's shard; writing them.
 //! - [`exe`]: the compiled executable's `main` (flags, device choice, loop
 //!   mode, logging).
+//! - [`RuntimeError`] (`error.rs`): why a run failed, and its exit code.
 
 pub mod backend;
 pub mod checkpoint;
@@ -26,58 +28,20 @@ pub mod collectives;
 pub mod cpu;
 pub mod cuda;
 pub mod devices;
-pub mod driver;
+mod error;
 pub mod exe;
 pub mod groups;
 pub mod memory;
 pub mod pack;
 pub mod payload;
+pub mod results;
 pub mod shardio;
 pub mod trace;
 pub mod world;
 
 pub use collectives::MpiCollectives;
+pub use error::RuntimeError;
 pub use world::World;
-
-/// Why a run failed, and its exit code (spec section 10).
-#[derive(Clone, Debug)]
-pub enum RuntimeError {
-    /// The PIR program is invalid: rendered diagnostics (exit 1).
-    Program(String),
-    /// The environment or the inputs (exit 2).
-    Env(String),
-    /// A bug in pjc, reported rather than panicking (exit 2).
-    Internal(String),
-    /// Another rank failed first; it reports the error (exit with its code).
-    Elsewhere { rank: usize, code: i32 },
-    /// A failure during execution, when other ranks may be waiting inside a
-    /// collective: the job must be aborted rather than finalized.
-    Fatal(Box<RuntimeError>),
-}
-
-impl RuntimeError {
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            RuntimeError::Program(_) => 1,
-            RuntimeError::Env(_) | RuntimeError::Internal(_) => 2,
-            RuntimeError::Elsewhere { code, .. } => *code,
-            RuntimeError::Fatal(e) => e.exit_code(),
-        }
-    }
-}
-
-impl std::fmt::Display for RuntimeError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RuntimeError::Program(m) | RuntimeError::Env(m) => f.write_str(m),
-            RuntimeError::Internal(m) => write!(f, "internal error: {m}"),
-            RuntimeError::Elsewhere { rank, .. } => write!(f, "rank {rank} failed"),
-            RuntimeError::Fatal(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for RuntimeError {}
 
 /// Runs `job` on a fresh [`World`] and turns the outcome into an exit code,
 /// printing errors once (by the rank that failed first; `error: rank R: ...`

@@ -3,7 +3,7 @@
 //! one `error:` line naming the largest part and the bytes needed, not an
 //! allocator abort (docs/executable.md).
 
-use crate::exe::DeviceChoice;
+use crate::backend::DeviceChoice;
 use pjc_plan::Artifact;
 use crate::world::World;
 use crate::RuntimeError;

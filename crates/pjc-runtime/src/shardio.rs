@@ -5,7 +5,7 @@
 //! stores big-endian or in Fortran order are decoded whole (rare; said in
 //! docs/executable.md).
 
-use crate::driver::io_reason;
+use crate::error::io_reason;
 use crate::pack::extract_block;
 use crate::RuntimeError;
 use memmap2::Mmap;

@@ -89,7 +89,7 @@ impl<'w> Tracer<'w> {
         let doc = json!({"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"producer": "pjc", "host0": host}});
         let text = serde_json::to_string(&doc).map_err(|e| RuntimeError::Internal(e.to_string()))?;
         if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(d).map_err(|e| RuntimeError::Env(format!("cannot create '{}': {}", d.display(), crate::driver::io_reason(&e))))?;
+            std::fs::create_dir_all(d).map_err(|e| RuntimeError::Env(format!("cannot create '{}': {}", d.display(), crate::error::io_reason(&e))))?;
         }
         pjc_tensor::write_atomically(path, |f| std::io::Write::write_all(f, text.as_bytes())).map_err(RuntimeError::Env)
     }

@@ -1,6 +1,9 @@
 //! The process world: MPI when the program was launched by `mpirun` (or any
 //! launcher that sets OpenMPI's or PMIx's rank variables), a single process
 //! without MPI otherwise. Rank r is mesh device r (row-major over the axes).
+//! Also what every phase of a run needs from it: [`agree`] (ranks take the
+//! same path after a phase that may fail on some of them) and MPI's
+//! per-call byte limit.
 
 use crate::RuntimeError;
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -20,6 +23,17 @@ pub struct World {
 pub(crate) struct Mpi {
     pub(crate) world: SimpleCommunicator,
     _universe: mpi::environment::Universe,
+}
+
+/// MPI counts are C ints: one call moves at most this many bytes.
+pub(crate) fn check_count(bytes: usize) -> Result<(), RuntimeError> {
+    if bytes > i32::MAX as usize {
+        return Err(RuntimeError::Env(format!(
+            "a collective would move {bytes} bytes in one MPI call, more than MPI's limit of {} (not supported yet)",
+            i32::MAX
+        )));
+    }
+    Ok(())
 }
 
 /// Whether a launcher started this process as one rank of a job.
@@ -112,7 +126,7 @@ impl World {
     /// order; other ranks get None.
     pub fn gather_to_root(&self, bytes: &[u8]) -> Result<Option<Vec<Vec<u8>>>, RuntimeError> {
         let Some(c) = self.comm() else { return Ok(Some(vec![bytes.to_vec()])) };
-        crate::collectives::check_count(bytes.len() * self.size)?;
+        check_count(bytes.len() * self.size)?;
         let root = c.process_at_rank(0);
         if self.rank == 0 {
             let mut all = vec![0u8; bytes.len() * self.size];
@@ -168,5 +182,24 @@ impl World {
         let mut all = vec![0u8; self.size];
         c.all_gather_into(&mine[..], &mut all[..]);
         all
+    }
+}
+
+/// Makes every rank take the same path after a phase that may fail on some
+/// ranks only: the first failure (by rank) as seen by every rank — the
+/// failing rank's own error, or [`RuntimeError::Elsewhere`] on the others.
+pub fn agree<T>(world: &World, r: Result<T, RuntimeError>) -> Result<T, RuntimeError> {
+    if world.size() == 1 {
+        return r;
+    }
+    let code = match &r {
+        Ok(_) => 0u8,
+        Err(e) => e.exit_code().clamp(1, 255) as u8,
+    };
+    let codes = world.all_codes(code);
+    match codes.iter().position(|&c| c != 0) {
+        None => r,
+        Some(first) if first == world.rank() => r,
+        Some(first) => Err(RuntimeError::Elsewhere { rank: first, code: codes[first] as i32 }),
     }
 }

@@ -8,7 +8,8 @@
 //! integers in i128 wrapped once, pred with logic (sum/max = or, prod/min = and);
 //! max/min propagate NaN and order -0.0 below +0.0.
 
-use crate::reduce::{invalid, Kind};
+use crate::reduce::Kind;
+use crate::tensor::invalid;
 use crate::{Buf, Lanes, Tensor, TensorError};
 
 /// Elementwise `kind` (sum prod max min) of equally shaped tensors of one

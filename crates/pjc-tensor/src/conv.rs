@@ -23,7 +23,7 @@
 use std::fmt;
 
 use crate::dot::{check_result_class, gather, transpose_index, Mac};
-use crate::reduce::invalid;
+use crate::tensor::invalid;
 use crate::{strides, Buf, Lanes, Tensor, TensorError};
 use pjc_dialects::DType;
 

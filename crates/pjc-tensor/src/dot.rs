@@ -10,7 +10,7 @@
 //! dims) and is rounded or wrapped once to the result dtype. For one output
 //! element the products are summed in increasing canonical k order.
 
-use crate::reduce::invalid;
+use crate::tensor::invalid;
 use crate::{strides, Buf, Lanes, Tensor, TensorError};
 use pjc_dialects::DType;
 

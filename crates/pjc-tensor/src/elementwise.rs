@@ -15,11 +15,7 @@ use pjc_dialects::{DType, Opcode};
 
 use crate::io::{buf_from_le_bytes, buf_to_le_bytes};
 use crate::structural::{broadcast, concat_bufs};
-use crate::tensor::{strides, Buf, Lanes, Tensor, TensorError};
-
-fn invalid<T>(msg: impl Into<String>) -> Result<T, TensorError> {
-    Err(TensorError::Invalid(msg.into()))
-}
+use crate::tensor::{invalid, strides, Buf, Lanes, Tensor, TensorError};
 
 fn map_f(v: &[f64], f: impl Fn(f64) -> f64) -> Vec<f64> {
     v.iter().map(|&x| f(x)).collect()

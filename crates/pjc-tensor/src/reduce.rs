@@ -9,12 +9,9 @@
 //! deterministic.
 
 use crate::dot::affine_index;
+use crate::tensor::invalid;
 use crate::{Buf, Lanes, Tensor, TensorError};
 use pjc_dialects::DType;
-
-pub(crate) fn invalid<T>(msg: impl Into<String>) -> Result<T, TensorError> {
-    Err(TensorError::Invalid(msg.into()))
-}
 
 /// A reduction kind: the binary operator and its identity, per lane class.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -8,11 +8,7 @@
 //! Ops that mix two sources (pad, dynamic_update_slice, select) gather from the
 //! concatenation of both buffers.
 
-use crate::tensor::{strides, Buf, Lanes, Tensor, TensorError};
-
-fn invalid<T>(msg: impl Into<String>) -> Result<T, TensorError> {
-    Err(TensorError::Invalid(msg.into()))
-}
+use crate::tensor::{invalid, strides, Buf, Lanes, Tensor, TensorError};
 
 /// The buffers one after the other. All parts must have one dtype (callers check).
 pub(crate) fn concat_bufs(parts: &[&Buf]) -> Buf {

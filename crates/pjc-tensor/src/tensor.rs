@@ -1,4 +1,5 @@
-//! The `Tensor` type and its element storage.
+//! The `Tensor` type, its element storage, and the crate's error
+//! ([`TensorError`]; [`invalid`] is how kernels refuse their arguments).
 
 use half::{bf16, f16};
 use pjc_dialects::DType;
@@ -10,6 +11,11 @@ pub enum TensorError {
     Invalid(String),
     #[error("{0}")]
     Io(String),
+}
+
+/// A kernel's refusal of its arguments, as the `Err` of any result type.
+pub(crate) fn invalid<T>(msg: impl Into<String>) -> Result<T, TensorError> {
+    Err(TensorError::Invalid(msg.into()))
 }
 
 /// Row-major element storage, one variant per dtype.

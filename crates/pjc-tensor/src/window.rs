@@ -17,7 +17,8 @@
 //!
 //! Floats accumulate in f64 and round once; integers in i128, wrapping once.
 
-use crate::reduce::{invalid, Kind};
+use crate::reduce::Kind;
+use crate::tensor::invalid;
 use crate::{strides, Buf, Lanes, Tensor, TensorError};
 
 const PAD: usize = usize::MAX;

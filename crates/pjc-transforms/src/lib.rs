@@ -8,21 +8,16 @@
 //! [`simplify`] then removes dead code and trivial arithmetic so `--emit pir`
 //! stays readable.
 
+mod error;
 pub mod grad;
 pub use grad::inline_calls;
 pub mod simplify;
 pub mod vmap;
 
-use pjc_ir::{FuncId, Module, Opcode, Span};
-use std::collections::HashMap;
+pub use error::TransformError;
 
-/// A program the transforms cannot expand (e.g. `grad` through an op with no
-/// gradient rule). Points at the transform instruction in the caller.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TransformError {
-    pub span: Span,
-    pub msg: String,
-}
+use pjc_ir::{FuncId, Module, Opcode};
+use std::collections::HashMap;
 
 /// Functions in an order where every callee comes before its callers
 /// (the verifier has rejected call cycles).
@@ -103,15 +98,4 @@ pub fn expand(m: &mut Module) -> Result<(), TransformError> {
     }
     simplify::run(m);
     Ok(())
-}
-
-/// A function name not used in the module: `base`, else `base.1`, ...
-pub fn fresh_func_name(m: &Module, base: &str) -> String {
-    let mut name = base.to_string();
-    let mut k = 1;
-    while m.func_by_name(&name).is_some() {
-        name = format!("{base}.{k}");
-        k += 1;
-    }
-    name
 }

@@ -2,7 +2,7 @@
 //! reference interpreter, write the outputs.
 
 use crate::pipeline::{Compilation, Stage};
-use crate::Failure;
+use crate::failure::Failure;
 use pjc_ir::infer::global_type;
 use pjc_ir::{DType, FuncKind, Function, Module};
 use pjc_tensor::Tensor;

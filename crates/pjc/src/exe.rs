@@ -11,7 +11,7 @@
 //! nothing. See docs/executable.md.
 
 use crate::pipeline::Compilation;
-use crate::Failure;
+use crate::failure::{io_reason, Failure};
 use pjc_plan::{Artifact, GroupTable, Port};
 use pjc_runtime::payload::{section, Payload};
 use std::path::{Path, PathBuf};
@@ -57,10 +57,10 @@ fn find_runner() -> Result<PathBuf, Failure> {
 /// Links `object` into a shared object with the system's C compiler driver.
 fn link_shared(object: &[u8], libmvec: bool) -> Result<Vec<u8>, Failure> {
     let dir = std::env::temp_dir().join(format!("pjc-link-{}-{}", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())));
-    std::fs::create_dir_all(&dir).map_err(|e| Failure::Env(format!("cannot create '{}': {}", dir.display(), crate::io_reason(&e))))?;
+    std::fs::create_dir_all(&dir).map_err(|e| Failure::Env(format!("cannot create '{}': {}", dir.display(), io_reason(&e))))?;
     let result = (|| {
         let (obj, so) = (dir.join("kernels.o"), dir.join("kernels.so"));
-        std::fs::write(&obj, object).map_err(|e| Failure::Env(format!("cannot write '{}': {}", obj.display(), crate::io_reason(&e))))?;
+        std::fs::write(&obj, object).map_err(|e| Failure::Env(format!("cannot write '{}': {}", obj.display(), io_reason(&e))))?;
         let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
         let mut c = Command::new(&cc);
         c.arg("-shared").arg("-o").arg(&so).arg(&obj).arg("-Wl,--as-needed");
@@ -71,13 +71,13 @@ fn link_shared(object: &[u8], libmvec: bool) -> Result<Vec<u8>, Failure> {
         let out = c.output().map_err(|e| {
             Failure::Env(format!(
                 "pjc compile -o needs a C compiler driver to link the kernels, and '{cc}' cannot be run ({}); install gcc or clang, or set CC",
-                crate::io_reason(&e)
+                io_reason(&e)
             ))
         })?;
         if !out.status.success() {
             return Err(Failure::Env(format!("linking the kernels with '{cc}' failed: {}", String::from_utf8_lossy(&out.stderr).trim())));
         }
-        std::fs::read(&so).map_err(|e| Failure::Env(format!("cannot read '{}': {}", so.display(), crate::io_reason(&e))))
+        std::fs::read(&so).map_err(|e| Failure::Env(format!("cannot read '{}': {}", so.display(), io_reason(&e))))
     })();
     let _ = std::fs::remove_dir_all(&dir);
     result
@@ -140,7 +140,7 @@ pub fn compile(c: &Compilation, out: &Path, gpu_arch: &str) -> Result<(), Failur
     let mut p = Payload::default();
     p.add(section::ARTIFACT, bytes);
     let runner_path = find_runner()?;
-    let runner = std::fs::read(&runner_path).map_err(|e| Failure::Env(format!("cannot read '{}': {}", runner_path.display(), crate::io_reason(&e))))?;
+    let runner = std::fs::read(&runner_path).map_err(|e| Failure::Env(format!("cannot read '{}': {}", runner_path.display(), io_reason(&e))))?;
     if pjc_runtime::payload::Payload::read_from(&runner_path).ok().flatten().is_some() {
         return Err(Failure::Env(format!("'{}' is a compiled program, not pjc's runner", runner_path.display())));
     }

@@ -6,7 +6,10 @@
 
 mod eval;
 mod exe;
+mod failure;
 mod pipeline;
+
+use failure::Failure;
 
 use pipeline::{Compilation, Stage};
 use clap::{Parser, Subcommand};
@@ -105,23 +108,6 @@ enum Emit {
     LlvmUnopt,
     /// The NVPTX assembly of the plan's kernels (--gpu-arch, default sm_90).
     Ptx,
-}
-
-/// Why a command failed; rendered once, in `main`.
-pub enum Failure {
-    /// The PIR program is invalid: rendered diagnostics (exit 1).
-    Program(String),
-    /// The environment or the inputs are wrong: one line (exit 2).
-    Env(String),
-}
-
-/// An io::Error's message without Rust's " (os error N)" suffix.
-pub fn io_reason(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    match s.find(" (os error") {
-        Some(i) => s[..i].to_string(),
-        None => s,
-    }
 }
 
 /// The collectives section of `pjc explain`.

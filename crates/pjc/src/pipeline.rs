@@ -24,7 +24,7 @@
 //! a source span, the function and value) (exit 1, docs/cli.md); the
 //! environment is one `error:` line (exit 2).
 
-use crate::Failure;
+use crate::failure::{io_reason, Failure};
 use pjc_ir::{FuncId, Module};
 use std::path::Path;
 
@@ -77,7 +77,7 @@ pub struct Compilation {
 impl Compilation {
     /// Stage `load`: read, parse, apply `--mesh`, verify, check the entry.
     pub fn load(path: &Path, entry: &str, mesh: Option<&str>) -> Result<Compilation, Failure> {
-        let src = std::fs::read_to_string(path).map_err(|e| Failure::Env(format!("cannot read '{}': {}", path.display(), crate::io_reason(&e))))?;
+        let src = std::fs::read_to_string(path).map_err(|e| Failure::Env(format!("cannot read '{}': {}", path.display(), io_reason(&e))))?;
         let name = path.display().to_string();
         let program = |d: Vec<pjc_front::Diag>| Failure::Program(pjc_front::render(&name, &src, &d));
         let mut m = pjc_front::parse(&src).map_err(program)?;

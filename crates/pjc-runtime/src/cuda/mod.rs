@@ -3,7 +3,8 @@
 //!
 //! Everything CUDA is loaded at run time (cudarc with dynamic loading), so an
 //! executable built here starts on a machine without CUDA and [`probe`] says
-//! why there is no GPU. On a GPU machine:
+//! why there is no GPU ([`gpus`] describes each one, for `devices.rs`). On a
+//! GPU machine:
 //!
 //! - **Device**: GPU `local rank mod GPU count` ([`local_rank`]), its primary
 //!   context, and one stream on which every step runs in plan order.
@@ -80,9 +81,35 @@ pub fn probe() -> Result<usize, String> {
     })
 }
 
+/// One GPU as the CUDA driver describes it.
+#[derive(Clone, Debug)]
+pub struct GpuInfo {
+    pub ordinal: usize,
+    pub name: String,
+    pub memory_bytes: u64,
+    /// (major, minor).
+    pub compute_capability: (i32, i32),
+}
+
+impl std::fmt::Display for GpuInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "GPU {}: {}, {:.1} GiB, compute capability {}.{} (sm_{}{})",
+            self.ordinal,
+            self.name,
+            self.memory_bytes as f64 / (1u64 << 30) as f64,
+            self.compute_capability.0,
+            self.compute_capability.1,
+            self.compute_capability.0,
+            self.compute_capability.1
+        )
+    }
+}
+
 /// Every GPU the driver sees, described (name, memory, compute capability),
 /// or why there are none. Never panics.
-pub fn gpus() -> Result<Vec<crate::devices::GpuInfo>, String> {
+pub fn gpus() -> Result<Vec<GpuInfo>, String> {
     let n = probe()?;
     guarded("describing the GPUs", || {
         (0..n)
@@ -97,7 +124,7 @@ pub fn gpus() -> Result<Vec<crate::devices::GpuInfo>, String> {
                         result::device::get_attribute(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).map_err(|e| format!("GPU {i}: {e}"))?,
                     )
                 };
-                Ok(crate::devices::GpuInfo { ordinal: i, name, memory_bytes: mem as u64, compute_capability: (major, minor) })
+                Ok(GpuInfo { ordinal: i, name, memory_bytes: mem as u64, compute_capability: (major, minor) })
             })
             .collect()
     })

@@ -2,6 +2,8 @@
 //! helpers every rule uses. Types always come from `pjc_ir::infer` (through
 //! the `Builder`); attributes equal to their default are dropped on the way in,
 //! so generated code is in the same canonical form the verifier produces.
+//! [`exclusive_prod`] is here because both `reduce` prod's rule (`rules.rs`)
+//! and the prod collectives' (`spmd.rs`) build on it.
 
 use crate::TransformError;
 use pjc_ir::builder::Builder;
@@ -274,5 +276,39 @@ impl Gen<'_> {
         self.attr(inst, name)?
             .as_idents()
             .ok_or_else(|| self.internal(format!("attribute '{name}' is not an axis list")))
+    }
+}
+
+/// Exclusive running product along dimension 0 (from the end when `rev`),
+/// by doubling steps (Hillis–Steele): log2(n) pads and multiplies.
+pub(super) fn exclusive_prod(g: &mut Gen, a: Value, rev: bool) -> R<Value> {
+    let t = g.ty(a);
+    let r = t.rank();
+    let n = t.shape[0] as i64;
+    let one_s = g.ones(&TensorType::scalar(t.dtype))?;
+    let src = if rev { g.reverse(a, &[0], &g.tmp("rev"))? } else { a };
+    let lim = |k: i64| -> Vec<i64> {
+        let mut l: Vec<i64> = t.shape.iter().map(|&s| s as i64).collect();
+        l[0] = k;
+        l
+    };
+    let shift = |g: &mut Gen, p: Value, k: i64, name: &str| -> R<Value> {
+        let s = g.slice(p, &vec![0; r], &lim(n - k), &vec![1; r], name)?;
+        let mut low = vec![0; r];
+        low[0] = k;
+        g.pad(s, one_s, &low, &vec![0; r], &vec![0; r], name)
+    };
+    let mut p = src;
+    let mut k = 1;
+    while k < n {
+        let sh = shift(g, p, k, &g.tmp("shift"))?;
+        p = g.mul(p, sh, &g.tmp("scan"))?;
+        k *= 2;
+    }
+    let ex = if n == 1 { g.ones(&t)? } else { shift(g, p, 1, &g.tmp("excl"))? };
+    if rev {
+        g.reverse(ex, &[0], &g.tmp("suffix"))
+    } else {
+        Ok(ex)
     }
 }

@@ -18,7 +18,7 @@
 //! the cotangent equally among the devices holding the extreme, and prod
 //! multiplies it by the product of the other devices' elements.
 
-use super::emit::{ident, us, Gen, R};
+use super::emit::{exclusive_prod, ident, us, Gen, R};
 use pjc_ir::replication::Axes;
 use pjc_ir::{AttrValue, DType, InstData, Opcode, TensorType, Value};
 
@@ -179,8 +179,8 @@ fn product_of_others(g: &mut Gen, x: Value, axes: &[String]) -> R<Value> {
     let axes_attr = AttrValue::List(axes.iter().cloned().map(AttrValue::Ident).collect());
     let all =
         g.emit(Opcode::AllGather, &[xr], vec![("axes", axes_attr), ("dim", AttrValue::Int(0))], None, &g.tmp("rows"))?;
-    let before = super::rules::exclusive_prod(g, all, false)?;
-    let after = super::rules::exclusive_prod(g, all, true)?;
+    let before = exclusive_prod(g, all, false)?;
+    let after = exclusive_prod(g, all, true)?;
     let others = g.mul(before, after, &g.tmp("others"))?;
     let pos = group_position(g, axes)?;
     let zero = g.zeros(&TensorType::scalar(DType::I32))?;

@@ -88,7 +88,7 @@ pub fn generate(m: &Module, f: FuncId, inst: &InstData) -> Result<Function, Tran
         .find_map(|(&v, d)| d.and_then(|d| caller.values.get(v).and_then(|x| x.ty.shape.get(d).copied())))
         .ok_or_else(|| fail(format!("internal error: vmap of @{} maps no operand", target.name)))?;
 
-    let mut g = Function::new(&crate::fresh_func_name(m, &format!("{}.vmap", target.name)), target.kind);
+    let mut g = Function::new(&fresh_func_name(m, &format!("{}.vmap", target.name)), target.kind);
     for (i, &p) in target.params.iter().enumerate() {
         let pv = &target.values[p];
         let (ty, sharding) = match in_dims[i] {
@@ -277,4 +277,15 @@ impl Batcher<'_> {
 /// An instruction's attributes as the builder takes them.
 pub(crate) fn attrs_of(inst: &InstData) -> Vec<(&str, AttrValue)> {
     inst.attrs.iter().map(|a| (a.name.as_str(), a.value.clone())).collect()
+}
+
+/// A function name not used in the module: `base`, else `base.1`, ...
+fn fresh_func_name(m: &Module, base: &str) -> String {
+    let mut name = base.to_string();
+    let mut k = 1;
+    while m.func_by_name(&name).is_some() {
+        name = format!("{base}.{k}");
+        k += 1;
+    }
+    name
 }

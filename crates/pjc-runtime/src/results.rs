@@ -1,6 +1,6 @@
-//! Pieces of a run shared by the executable's main ([`crate::exe`]):
-//! assembling global results from every device's shard, writing outputs
-//! (spec section 10's `--output`).
+//! The run's results, for the executable's main ([`crate::exe`]): each
+//! assembled as a global array from every device's shard, and written to
+//! `--output` (spec section 10).
 
 use crate::groups::{is_block_owner, shard_block};
 use crate::pack::insert_block;
@@ -13,17 +13,6 @@ use std::path::Path;
 fn env<E: std::fmt::Display>(e: E) -> RuntimeError {
     RuntimeError::Env(e.to_string())
 }
-
-/// An io::Error's message without Rust's " (os error N)" suffix.
-pub(crate) fn io_reason(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    match s.find(" (os error") {
-        Some(i) => s[..i].to_string(),
-        None => s,
-    }
-}
-
-
 
 /// Assembles result `r` from every device's local value (`parts[d]` is
 /// device d's bytes); each element comes from the first device holding it.
