@@ -12,6 +12,12 @@ pub enum TensorError {
     Io(String),
 }
 
+impl From<pjc_dialects::AttrError> for TensorError {
+    fn from(e: pjc_dialects::AttrError) -> TensorError {
+        TensorError::Invalid(e.0)
+    }
+}
+
 /// Row-major element storage, one variant per dtype.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Buf {
