@@ -1,5 +1,7 @@
 //! Attribute schemas: what each op's `{name=value}` entries may hold.
 
+use crate::kinds::{names, ReduceKind};
+
 /// The shape of an attribute's value, checked by the verifier.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub enum AttrKind {
@@ -60,7 +62,20 @@ pub const fn req(name: &'static str, kind: AttrKind) -> AttrDef {
     AttrDef { name, kind, default: AttrDefault::Required }
 }
 
-pub const REDUCE_KINDS: &[&str] = &["sum", "prod", "max", "min", "and", "or"];
-pub const COLLECTIVE_KINDS: &[&str] = &["sum", "prod", "max", "min"];
-pub const WINDOW_KINDS: &[&str] = &["sum", "max", "min"];
+pub const REDUCE_KINDS: &[&str] = &names(ReduceKind::ALL);
+pub const COLLECTIVE_KINDS: &[&str] = &names(ReduceKind::COLLECTIVE);
+pub const WINDOW_KINDS: &[&str] = &names(ReduceKind::WINDOW);
 pub const COMPARE_DIRS: &[&str] = &["eq", "ne", "lt", "le", "gt", "ge"];
+
+/// An attribute missing or of the wrong shape where a verified instruction
+/// has it (typed accessors report this instead of guessing a value).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttrError(pub String);
+
+impl std::fmt::Display for AttrError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for AttrError {}

@@ -3,12 +3,17 @@
 //! propagation, partitioner) reads these declarations instead of keeping its own
 //! list of ops.
 
+// The `ops!` table is munched one entry per expansion step.
+#![recursion_limit = "256"]
+
 pub mod attr;
 pub mod dtype;
+pub mod kinds;
 pub mod ops;
 pub mod sharding;
 
-pub use attr::{AttrDef, AttrDefault, AttrKind};
+pub use attr::{AttrDef, AttrDefault, AttrError, AttrKind};
 pub use dtype::{DClass, DType};
-pub use ops::{Arity, Context, OpDef, Opcode, TypeRule};
+pub use kinds::{CollectiveKind, ReduceKind};
+pub use ops::{Arity, BinaryOp, Context, Fusion, OpDef, Opcode, TypeRule, UnaryOp};
 pub use sharding::ShardingRule;

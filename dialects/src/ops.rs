@@ -3,11 +3,19 @@
 //! The parser looks ops up here by name, the printer prints attributes in the
 //! order declared here and omits those equal to their default, and the
 //! verifier checks operand counts, operand dtype classes, attribute kinds and
-//! applies the result-type rule named here. Adding an elementwise op is one
-//! line in [`ops!`] below (plus its arithmetic in the interpreter).
+//! applies the result-type rule named here. The planner reads each op's
+//! [`Fusion`] role and traits, sharding propagation its factor rule, and the
+//! collectives their [`CollectiveKind`].
+//!
+//! Adding an elementwise op is one line in [`ops!`] below, built with `unary(..)`
+//! or `binary(..)`: the macro also makes it a [`UnaryOp`] or [`BinaryOp`], whose
+//! arithmetic `pjc-tensor` (the reference) and `pjc-codegen` (x86-64 and PTX)
+//! match on exhaustively — so the compiler names every place that still needs
+//! the new op's arithmetic, and no stage can fall through to a panic.
 
 use crate::attr::{self, attr, req, AttrDef, AttrDefault as D, AttrKind as K};
 use crate::dtype::DClass;
+use crate::kinds::CollectiveKind;
 use crate::sharding::ShardingRule;
 
 /// How many operands an op takes.
@@ -28,8 +36,19 @@ pub enum TypeRule {
     Written,
     /// Inferred by op-specific code (shape arithmetic from attributes).
     Inferred,
+    /// The shape is inferred; a written result type may pick the dtype
+    /// (`dot_general`, `convolution`: the result precision; `argmax`/`argmin`:
+    /// i32 or i64).
+    DtypeFromWritten,
     /// Given by the called function (`call`, `grad`, `vmap`); may have several results.
     Callee,
+}
+
+impl TypeRule {
+    /// Whether building the op needs (or may use) the written result type.
+    pub fn uses_written_type(self) -> bool {
+        matches!(self, TypeRule::Written | TypeRule::DtypeFromWritten)
+    }
 }
 
 /// Where an op may appear.
@@ -39,6 +58,23 @@ pub enum Context {
     Any,
     /// Only in a `spmd func` (collectives, section 8).
     SpmdOnly,
+}
+
+/// What the fusion planner (`pjc-fusion`) makes of an op.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Fusion {
+    /// Recomputed inside the loop kernel of each consumer, at the coordinates
+    /// the consumer needs: elementwise arithmetic, and data movement as index
+    /// arithmetic.
+    Loop,
+    /// The root of a reduction kernel, into which its loop-fusible producers fuse.
+    ReductionRoot,
+    /// A step of its own: a library routine over whole buffers.
+    Library,
+    /// A runtime collective.
+    Collective,
+    /// Never reaches the planner: calls are inlined and transforms expanded first.
+    Unplanned,
 }
 
 /// Everything the front end and later passes know about one op.
@@ -62,7 +98,17 @@ pub struct OpDef {
     pub callee: bool,
     /// Expanded by the compiler before sharding (section 9).
     pub transform: bool,
-    /// Factor-rule family for sharding propagation (see [`ShardingRule`]).
+    /// Which collective it is (section 8), if it is one.
+    pub collective: Option<CollectiveKind>,
+    /// The planner's treatment.
+    pub fusion: Fusion,
+    /// Cheap enough to recompute in every consumer (index work, constants,
+    /// conversions): a value with several consumers stays fused.
+    pub cheap: bool,
+    /// Reads each operand element several times (broadcast-like): an
+    /// expensive producer is stored rather than recomputed per read.
+    pub replicates: bool,
+    /// Factor rule for sharding propagation (see [`ShardingRule`]).
     pub sharding: ShardingRule,
     /// One line for documentation and `--help`-like listings.
     pub summary: &'static str,
@@ -80,26 +126,33 @@ const fn base(name: &'static str, summary: &'static str) -> OpDef {
         literal: false,
         callee: false,
         transform: false,
+        collective: None,
+        fusion: Fusion::Library,
+        cheap: false,
+        replicates: false,
         sharding: ShardingRule::Manual,
         summary,
     }
 }
 
-/// A one-operand elementwise op over the given dtype class.
-const fn unary(name: &'static str, operands: DClass, summary: &'static str) -> OpDef {
-    OpDef { operands, rule: TypeRule::Elementwise, elementwise: true, sharding: ShardingRule::Elementwise, ..base(name, summary) }
+/// An elementwise op: fused into loop kernels, one factor per dimension.
+const fn elementwise(d: OpDef) -> OpDef {
+    OpDef { elementwise: true, fusion: Fusion::Loop, sharding: ShardingRule::Elementwise, ..d }
 }
 
-/// A two-operand elementwise op over the given dtype class.
+/// A one-operand elementwise op over the given dtype class: a [`UnaryOp`].
+const fn unary(name: &'static str, operands: DClass, summary: &'static str) -> OpDef {
+    elementwise(OpDef { operands, rule: TypeRule::Elementwise, ..base(name, summary) })
+}
+
+/// A [`UnaryOp`] whose result is `pred` (a test on each element).
+const fn unary_test(name: &'static str, operands: DClass, summary: &'static str) -> OpDef {
+    OpDef { rule: TypeRule::ElementwiseToPred, ..unary(name, operands, summary) }
+}
+
+/// A two-operand elementwise op over the given dtype class: a [`BinaryOp`].
 const fn binary(name: &'static str, operands: DClass, summary: &'static str) -> OpDef {
-    OpDef {
-        arity: Arity::Exactly(2),
-        operands,
-        rule: TypeRule::Elementwise,
-        elementwise: true,
-        sharding: ShardingRule::Elementwise,
-        ..base(name, summary)
-    }
+    elementwise(OpDef { arity: Arity::Exactly(2), operands, rule: TypeRule::Elementwise, ..base(name, summary) })
 }
 
 const fn op(
@@ -113,8 +166,13 @@ const fn op(
     OpDef { arity, attrs, rule, sharding, ..base(name, summary) }
 }
 
-const fn collective(name: &'static str, attrs: &'static [AttrDef], summary: &'static str) -> OpDef {
-    OpDef { attrs, context: Context::SpmdOnly, ..base(name, summary) }
+/// Data movement the planner fuses as index arithmetic.
+const fn index(d: OpDef) -> OpDef {
+    OpDef { fusion: Fusion::Loop, ..d }
+}
+
+const fn collective(name: &'static str, kind: CollectiveKind, attrs: &'static [AttrDef], summary: &'static str) -> OpDef {
+    OpDef { attrs, context: Context::SpmdOnly, collective: Some(kind), fusion: Fusion::Collective, ..base(name, summary) }
 }
 
 const fn calling(name: &'static str, attrs: &'static [AttrDef], transform: bool, summary: &'static str) -> OpDef {
@@ -124,6 +182,7 @@ const fn calling(name: &'static str, attrs: &'static [AttrDef], transform: bool,
         rule: TypeRule::Callee,
         callee: true,
         transform,
+        fusion: Fusion::Unplanned,
         sharding: if transform { ShardingRule::Transform } else { ShardingRule::Call },
         ..base(name, summary)
     }
@@ -136,7 +195,7 @@ const fn numeric(d: OpDef) -> OpDef {
 use Arity::{AtLeast, Exactly};
 use DClass::{Any, Float, Int, IntOrPred, Numeric};
 use ShardingRule as S;
-use TypeRule::{Inferred, Written};
+use TypeRule::{DtypeFromWritten, Inferred, Written};
 
 const WINDOW: &[AttrDef] = &[
     req("window", K::IntList),
@@ -144,11 +203,31 @@ const WINDOW: &[AttrDef] = &[
     attr("padding", K::PadList, D::ZeroPairs),
 ];
 
+/// Declares the op table. Each entry `Variant = DEF;` becomes an [`Opcode`]
+/// variant whose [`Opcode::def`] is `DEF`; an entry written `Variant =
+/// unary(..)` or `unary_test(..)` is also a [`UnaryOp`], one written `Variant =
+/// binary(..)` a [`BinaryOp`]. The entries are munched one at a time into the
+/// three lists, then emitted together, so the enums keep declaration order.
 macro_rules! ops {
-    ($( $(#[$m:meta])* $variant:ident = $def:expr; )*) => {
+    (@munch [$($all:tt)*] [$($un:ident)*] [$($bin:ident)*]) => {
+        ops!(@emit [$($all)*] [$($un)*] [$($bin)*]);
+    };
+    (@munch [$($all:tt)*] [$($un:ident)*] [$($bin:ident)*] $variant:ident = unary($($a:tt)*); $($rest:tt)*) => {
+        ops!(@munch [$($all)* $variant = unary($($a)*);] [$($un)* $variant] [$($bin)*] $($rest)*);
+    };
+    (@munch [$($all:tt)*] [$($un:ident)*] [$($bin:ident)*] $variant:ident = unary_test($($a:tt)*); $($rest:tt)*) => {
+        ops!(@munch [$($all)* $variant = unary_test($($a)*);] [$($un)* $variant] [$($bin)*] $($rest)*);
+    };
+    (@munch [$($all:tt)*] [$($un:ident)*] [$($bin:ident)*] $variant:ident = binary($($a:tt)*); $($rest:tt)*) => {
+        ops!(@munch [$($all)* $variant = binary($($a)*);] [$($un)*] [$($bin)* $variant] $($rest)*);
+    };
+    (@munch [$($all:tt)*] [$($un:ident)*] [$($bin:ident)*] $variant:ident = $def:expr; $($rest:tt)*) => {
+        ops!(@munch [$($all)* $variant = $def;] [$($un)*] [$($bin)*] $($rest)*);
+    };
+    (@emit [$( $variant:ident = $def:expr; )*] [$($un:ident)*] [$($bin:ident)*]) => {
         /// Every PIR op. The declaration of each is [`Opcode::def`].
         #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
-        pub enum Opcode { $( $(#[$m])* $variant, )* }
+        pub enum Opcode { $( $variant, )* }
 
         impl Opcode {
             /// Every op, in declaration order.
@@ -158,14 +237,52 @@ macro_rules! ops {
             pub fn def(self) -> &'static OpDef {
                 match self { $( Opcode::$variant => { const DEF: OpDef = $def; &DEF } )* }
             }
+
+            /// The op as a [`UnaryOp`], if it is one.
+            pub fn unary(self) -> Option<UnaryOp> {
+                match self { $( Opcode::$un => Some(UnaryOp::$un), )* _ => None }
+            }
+
+            /// The op as a [`BinaryOp`], if it is one.
+            pub fn binary(self) -> Option<BinaryOp> {
+                match self { $( Opcode::$bin => Some(BinaryOp::$bin), )* _ => None }
+            }
         }
+
+        /// The one-operand elementwise arithmetic ops (the table's `unary`
+        /// entries): what a kernel's `Unary` node computes. Code that gives their
+        /// arithmetic matches on this enum exhaustively.
+        #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, serde::Serialize, serde::Deserialize)]
+        pub enum UnaryOp { $( $un, )* }
+
+        impl UnaryOp {
+            pub const ALL: &'static [UnaryOp] = &[ $( UnaryOp::$un, )* ];
+            pub fn opcode(self) -> Opcode {
+                match self { $( UnaryOp::$un => Opcode::$un, )* }
+            }
+        }
+
+        /// The two-operand elementwise arithmetic ops (the table's `binary`
+        /// entries): what a kernel's `Binary` node computes.
+        #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, serde::Serialize, serde::Deserialize)]
+        pub enum BinaryOp { $( $bin, )* }
+
+        impl BinaryOp {
+            pub const ALL: &'static [BinaryOp] = &[ $( BinaryOp::$bin, )* ];
+            pub fn opcode(self) -> Opcode {
+                match self { $( BinaryOp::$bin => Opcode::$bin, )* }
+            }
+        }
+    };
+    ($($entries:tt)*) => {
+        ops!(@munch [] [] [] $($entries)*);
     };
 }
 
 ops! {
     // ---- section 7: creation -------------------------------------------------------
-    Constant = OpDef { arity: Exactly(0), rule: Written, literal: true, sharding: S::Source, ..base("constant", "an array filled from a literal") };
-    Iota = OpDef { arity: Exactly(0), attrs: &[req("dim", K::Int)], rule: Written, sharding: S::Source, ..base("iota", "the index along one dimension") };
+    Constant = index(OpDef { arity: Exactly(0), rule: Written, literal: true, cheap: true, sharding: S::Source, ..base("constant", "an array filled from a literal") });
+    Iota = index(OpDef { arity: Exactly(0), attrs: &[req("dim", K::Int)], rule: Written, cheap: true, sharding: S::Source, ..base("iota", "the index along one dimension") });
 
     // ---- section 7: unary elementwise ---------------------------------------------
     Neg = unary("neg", Numeric, "negation (wraps for integers)");
@@ -187,7 +304,7 @@ ops! {
     RoundEven = unary("round_even", Float, "round half to even");
     Sign = unary("sign", Numeric, "-1, 0 or 1 (keeps -0.0 and NaN)");
     Not = unary("not", IntOrPred, "logical not (pred) or bitwise not (integers)");
-    IsFinite = OpDef { rule: TypeRule::ElementwiseToPred, ..unary("is_finite", Float, "true where x is neither inf nor NaN") };
+    IsFinite = unary_test("is_finite", Float, "true where x is neither inf nor NaN");
 
     // ---- section 7: binary elementwise --------------------------------------------
     Add = binary("add", Any, "sum (or for pred)");
@@ -206,31 +323,31 @@ ops! {
     Shr = binary("shr", Int, "shift right (arithmetic for signed, logical for unsigned)");
 
     // ---- section 7: other elementwise ---------------------------------------------
-    Clamp = OpDef { arity: Exactly(3), operands: Any, elementwise: true, sharding: S::Elementwise, ..base("clamp", "min(max(x, lo), hi)") };
-    Compare = OpDef { arity: Exactly(2), attrs: &[req("dir", K::Enum(attr::COMPARE_DIRS))], rule: TypeRule::ElementwiseToPred, elementwise: true, sharding: S::Elementwise, ..base("compare", "elementwise comparison giving pred") };
-    Select = OpDef { arity: Exactly(3), elementwise: true, sharding: S::Elementwise, ..base("select", "pick from the second or third operand by a pred") };
-    Convert = OpDef { rule: Written, elementwise: true, sharding: S::Elementwise, ..base("convert", "change the dtype") };
-    BitcastConvert = OpDef { rule: Written, elementwise: true, sharding: S::Elementwise, ..base("bitcast_convert", "reinterpret the bits as another dtype of the same width") };
+    Clamp = elementwise(OpDef { arity: Exactly(3), operands: Any, ..base("clamp", "min(max(x, lo), hi)") });
+    Compare = elementwise(OpDef { arity: Exactly(2), attrs: &[req("dir", K::Enum(attr::COMPARE_DIRS))], rule: TypeRule::ElementwiseToPred, ..base("compare", "elementwise comparison giving pred") });
+    Select = elementwise(OpDef { arity: Exactly(3), ..base("select", "pick from the second or third operand by a pred") });
+    Convert = elementwise(OpDef { rule: Written, cheap: true, ..base("convert", "change the dtype") });
+    BitcastConvert = elementwise(OpDef { rule: Written, cheap: true, ..base("bitcast_convert", "reinterpret the bits as another dtype of the same width") });
 
     // ---- section 7: shape ops -----------------------------------------------------
-    Broadcast = op("broadcast", Exactly(1), &[attr("dims", K::IntList, D::EmptyList)], Written, S::Broadcast, "operand dim i goes to result dim dims[i]");
-    Reshape = op("reshape", Exactly(1), &[], Written, S::Reshape, "same elements, new shape (row-major)");
-    Transpose = op("transpose", Exactly(1), &[req("perm", K::IntList)], Inferred, S::Transpose, "result dim i is operand dim perm[i]");
-    Slice = op("slice", Exactly(1), &[req("start", K::IntList), req("limit", K::IntList), attr("stride", K::IntList, D::Ones)], Inferred, S::Slice, "a strided rectangular piece");
-    Concat = op("concat", AtLeast(1), &[req("dim", K::Dim)], Inferred, S::Concat, "join along one dimension");
-    DynamicSlice = op("dynamic_slice", AtLeast(1), &[req("sizes", K::IntList)], Inferred, S::DynamicSlice, "a piece at run-time start indices (clamped)");
-    DynamicUpdateSlice = op("dynamic_update_slice", AtLeast(2), &[], Inferred, S::DynamicUpdateSlice, "overwrite a piece at run-time start indices (clamped)");
-    Pad = op("pad", Exactly(2), &[req("low", K::IntList), req("high", K::IntList), attr("interior", K::IntList, D::Zeros)], Inferred, S::Pad, "edge and interior padding with a scalar");
-    Reverse = op("reverse", Exactly(1), &[req("dims", K::DimList)], Inferred, S::Reverse, "reverse the order along dims");
+    Broadcast = OpDef { cheap: true, replicates: true, ..index(op("broadcast", Exactly(1), &[attr("dims", K::IntList, D::EmptyList)], Written, S::Broadcast, "operand dim i goes to result dim dims[i]")) };
+    Reshape = OpDef { cheap: true, ..index(op("reshape", Exactly(1), &[], Written, S::Reshape, "same elements, new shape (row-major)")) };
+    Transpose = OpDef { cheap: true, ..index(op("transpose", Exactly(1), &[req("perm", K::IntList)], Inferred, S::Transpose, "result dim i is operand dim perm[i]")) };
+    Slice = OpDef { cheap: true, ..index(op("slice", Exactly(1), &[req("start", K::IntList), req("limit", K::IntList), attr("stride", K::IntList, D::Ones)], Inferred, S::Slice, "a strided rectangular piece")) };
+    Concat = index(op("concat", AtLeast(1), &[req("dim", K::Dim)], Inferred, S::Concat, "join along one dimension"));
+    DynamicSlice = OpDef { replicates: true, ..index(op("dynamic_slice", AtLeast(1), &[req("sizes", K::IntList)], Inferred, S::DynamicSlice, "a piece at run-time start indices (clamped)")) };
+    DynamicUpdateSlice = index(op("dynamic_update_slice", AtLeast(2), &[], Inferred, S::DynamicUpdateSlice, "overwrite a piece at run-time start indices (clamped)"));
+    Pad = OpDef { replicates: true, ..index(op("pad", Exactly(2), &[req("low", K::IntList), req("high", K::IntList), attr("interior", K::IntList, D::Zeros)], Inferred, S::Pad, "edge and interior padding with a scalar")) };
+    Reverse = OpDef { cheap: true, ..index(op("reverse", Exactly(1), &[req("dims", K::DimList)], Inferred, S::Reverse, "reverse the order along dims")) };
 
     // ---- section 7: reductions and contractions -----------------------------------
-    Reduce = op("reduce", Exactly(1), &[req("dims", K::DimList), req("kind", K::Enum(attr::REDUCE_KINDS))], Inferred, S::Reduce, "reduce over dims, removing them");
-    Argmax = op("argmax", Exactly(1), &[req("dim", K::Dim)], Inferred, S::ArgReduce, "index of the first maximum along dim");
-    Argmin = op("argmin", Exactly(1), &[req("dim", K::Dim)], Inferred, S::ArgReduce, "index of the first minimum along dim");
+    Reduce = OpDef { fusion: Fusion::ReductionRoot, ..op("reduce", Exactly(1), &[req("dims", K::DimList), req("kind", K::Enum(attr::REDUCE_KINDS))], Inferred, S::Reduce, "reduce over dims, removing them") };
+    Argmax = op("argmax", Exactly(1), &[req("dim", K::Dim)], DtypeFromWritten, S::ArgReduce, "index of the first maximum along dim");
+    Argmin = op("argmin", Exactly(1), &[req("dim", K::Dim)], DtypeFromWritten, S::ArgReduce, "index of the first minimum along dim");
     DotGeneral = numeric(op("dot_general", Exactly(2), &[
         attr("lhs_batch", K::IntList, D::EmptyList), attr("rhs_batch", K::IntList, D::EmptyList),
         attr("lhs_contract", K::IntList, D::EmptyList), attr("rhs_contract", K::IntList, D::EmptyList),
-    ], Inferred, S::Dot, "batched tensor contraction: batch, lhs free, rhs free"));
+    ], DtypeFromWritten, S::Dot, "batched tensor contraction: batch, lhs free, rhs free"));
     Convolution = numeric(op("convolution", Exactly(2), &[
         req("dims", K::Str),
         attr("window_strides", K::IntList, D::Ones),
@@ -239,23 +356,23 @@ ops! {
         attr("rhs_dilation", K::IntList, D::Ones),
         attr("feature_group_count", K::Int, D::Int(1)),
         attr("batch_group_count", K::Int, D::Int(1)),
-    ], Inferred, S::Convolution, "N-d convolution with XLA dimension labels"));
-    ReduceWindow = numeric(op("reduce_window", Exactly(1), &[
+    ], DtypeFromWritten, S::Convolution, "N-d convolution with XLA dimension labels"));
+    ReduceWindow = OpDef { fusion: Fusion::ReductionRoot, replicates: true, ..numeric(op("reduce_window", Exactly(1), &[
         req("kind", K::Enum(attr::WINDOW_KINDS)),
         req("window", K::IntList),
         attr("strides", K::IntList, D::Ones),
         attr("padding", K::PadList, D::ZeroPairs),
-    ], Inferred, S::Window, "sliding-window reduction (pooling)"));
+    ], Inferred, S::Window, "sliding-window reduction (pooling)")) };
     SelectAndScatterAdd = numeric(op("select_and_scatter_add", Exactly(2), WINDOW, Inferred, S::Window, "gradient of max pooling"));
-    Gather = op("gather", Exactly(2), &[req("axis", K::Dim)], Inferred, S::Gather, "numpy take along one axis (indices clamped)");
+    Gather = OpDef { replicates: true, ..index(op("gather", Exactly(2), &[req("axis", K::Dim)], Inferred, S::Gather, "numpy take along one axis (indices clamped)")) };
     ScatterAdd = numeric(op("scatter_add", Exactly(3), &[req("axis", K::Dim)], Inferred, S::ScatterAdd, "add updates into base at indices along one axis"));
 
     // ---- section 8: collectives (spmd func only) ----------------------------------
-    AllReduce = collective("all_reduce", &[req("axes", K::AxisList), req("kind", K::Enum(attr::COLLECTIVE_KINDS))], "reduce over a device group; every member gets the result");
-    AllGather = collective("all_gather", &[req("axes", K::AxisList), req("dim", K::Dim)], "concatenate the group's shards along dim");
-    ReduceScatter = collective("reduce_scatter", &[req("axes", K::AxisList), req("dim", K::Dim), req("kind", K::Enum(attr::COLLECTIVE_KINDS))], "reduce over the group, keep this device's slice of dim");
-    AllToAll = collective("all_to_all", &[req("axes", K::AxisList), req("split_dim", K::Dim), req("concat_dim", K::Dim)], "exchange chunks of split_dim, concatenated along concat_dim");
-    CollectivePermute = collective("collective_permute", &[req("axes", K::AxisList), req("shift", K::Int)], "send to the group position shift places ahead");
+    AllReduce = collective("all_reduce", CollectiveKind::AllReduce, &[req("axes", K::AxisList), req("kind", K::Enum(attr::COLLECTIVE_KINDS))], "reduce over a device group; every member gets the result");
+    AllGather = collective("all_gather", CollectiveKind::AllGather, &[req("axes", K::AxisList), req("dim", K::Dim)], "concatenate the group's shards along dim");
+    ReduceScatter = collective("reduce_scatter", CollectiveKind::ReduceScatter, &[req("axes", K::AxisList), req("dim", K::Dim), req("kind", K::Enum(attr::COLLECTIVE_KINDS))], "reduce over the group, keep this device's slice of dim");
+    AllToAll = collective("all_to_all", CollectiveKind::AllToAll, &[req("axes", K::AxisList), req("split_dim", K::Dim), req("concat_dim", K::Dim)], "exchange chunks of split_dim, concatenated along concat_dim");
+    CollectivePermute = collective("collective_permute", CollectiveKind::CollectivePermute, &[req("axes", K::AxisList), req("shift", K::Int)], "send to the group position shift places ahead");
     AxisIndex = OpDef { arity: Exactly(0), attrs: &[req("axis", K::Axis)], rule: Written, context: Context::SpmdOnly, ..base("axis_index", "this device's position along a mesh axis") };
 
     // ---- section 5 and 9: calls and transforms ------------------------------------
@@ -275,11 +392,69 @@ impl Opcode {
     }
 
     pub fn is_collective(self) -> bool {
-        self.def().context == Context::SpmdOnly && self != Opcode::AxisIndex
+        self.def().collective.is_some()
+    }
+
+    /// The collective it is, if it is one.
+    pub fn collective(self) -> Option<CollectiveKind> {
+        self.def().collective
+    }
+
+    /// `call`, `grad` or `vmap`: names a function, results from its signature.
+    pub fn is_call_like(self) -> bool {
+        self.def().callee
+    }
+
+    /// `grad` or `vmap`: expanded before sharding, partitioning and planning.
+    pub fn is_transform(self) -> bool {
+        self.def().transform
+    }
+}
+
+impl CollectiveKind {
+    /// The collective's op.
+    pub fn opcode(self) -> Opcode {
+        match self {
+            CollectiveKind::AllReduce => Opcode::AllReduce,
+            CollectiveKind::AllGather => Opcode::AllGather,
+            CollectiveKind::ReduceScatter => Opcode::ReduceScatter,
+            CollectiveKind::AllToAll => Opcode::AllToAll,
+            CollectiveKind::CollectivePermute => Opcode::CollectivePermute,
+        }
+    }
+}
+
+impl UnaryOp {
+    pub fn name(self) -> &'static str {
+        self.opcode().name()
+    }
+    pub fn def(self) -> &'static OpDef {
+        self.opcode().def()
+    }
+}
+
+impl BinaryOp {
+    pub fn name(self) -> &'static str {
+        self.opcode().name()
+    }
+    pub fn def(self) -> &'static OpDef {
+        self.opcode().def()
     }
 }
 
 impl std::fmt::Display for Opcode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::fmt::Display for UnaryOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::fmt::Display for BinaryOp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
     }
@@ -322,6 +497,44 @@ mod tests {
         }
         assert_eq!(Opcode::DotGeneral.def().sharding, ShardingRule::Dot);
         assert_eq!(Opcode::Exp.def().sharding, ShardingRule::Elementwise);
+    }
+
+    #[test]
+    fn unary_and_binary_ops_are_the_plain_elementwise_ones() {
+        for &o in Opcode::ALL {
+            let d = o.def();
+            if let Some(u) = o.unary() {
+                assert_eq!(u.opcode(), o);
+                assert!(d.elementwise && d.arity == Exactly(1), "{o}");
+                assert!(matches!(d.rule, TypeRule::Elementwise | TypeRule::ElementwiseToPred), "{o}");
+            }
+            if let Some(b) = o.binary() {
+                assert_eq!(b.opcode(), o);
+                assert!(d.elementwise && d.arity == Exactly(2) && d.rule == TypeRule::Elementwise, "{o}");
+            }
+        }
+        assert_eq!(UnaryOp::ALL.len() + BinaryOp::ALL.len(), 34);
+        assert_eq!(Opcode::IsFinite.unary(), Some(UnaryOp::IsFinite));
+        assert_eq!(Opcode::Compare.binary(), None);
+    }
+
+    #[test]
+    fn fusion_roles_agree_with_the_other_declarations() {
+        for &o in Opcode::ALL {
+            let d = o.def();
+            assert_eq!(d.fusion == Fusion::Collective, d.collective.is_some(), "{o}");
+            assert_eq!(d.fusion == Fusion::Unplanned, d.callee, "{o}");
+            if d.elementwise {
+                assert_eq!(d.fusion, Fusion::Loop, "{o}");
+            }
+            if d.cheap {
+                assert_eq!(d.fusion, Fusion::Loop, "{o}: only fused ops are recomputed");
+            }
+        }
+        for k in CollectiveKind::ALL {
+            assert_eq!(k.opcode().collective(), Some(k));
+        }
+        assert!(Opcode::Grad.is_transform() && Opcode::Grad.is_call_like() && !Opcode::Call.is_transform());
     }
 
     #[test]

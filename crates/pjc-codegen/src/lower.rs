@@ -40,7 +40,7 @@ use inkwell::values::{
 };
 use inkwell::{AddressSpace, FloatPredicate, IntPredicate};
 use pjc_plan::kernel::{compute_type, CmpDir, IndexOp, Kernel, Node, ReduceKind};
-use pjc_ir::{DType, Opcode};
+use pjc_ir::{BinaryOp, DType, UnaryOp};
 
 /// What the shared lowering needs to know about a target.
 pub trait Target<'ctx> {
@@ -135,19 +135,31 @@ pub fn live_nodes(k: &Kernel) -> Vec<bool> {
     live
 }
 
-/// The C math function (f64 name) of a unary float op, if it is one.
-fn unary_libm(op: Opcode) -> Option<&'static str> {
-    Some(match op {
-        Opcode::Exp => "exp",
-        Opcode::Log => "log",
-        Opcode::Log1p => "log1p",
-        Opcode::Expm1 => "expm1",
-        Opcode::Tanh => "tanh",
-        Opcode::Erf => "erf",
-        Opcode::Sin => "sin",
-        Opcode::Cos => "cos",
-        _ => return None,
-    })
+/// A register value by lane class, as the elementwise lowering matches on it.
+#[derive(Copy, Clone)]
+enum Lane<'ctx> {
+    Float(FloatValue<'ctx>),
+    /// With whether the dtype is signed.
+    Int(IntValue<'ctx>, bool),
+    Pred(IntValue<'ctx>),
+}
+
+impl<'ctx> Lane<'ctx> {
+    fn of(x: BasicValueEnum<'ctx>, d: DType) -> Lane<'ctx> {
+        if d.is_float() {
+            Lane::Float(x.into_float_value())
+        } else if d.is_pred() {
+            Lane::Pred(x.into_int_value())
+        } else {
+            Lane::Int(x.into_int_value(), d.is_signed_int())
+        }
+    }
+}
+
+/// An op the verifier does not admit on this dtype (the op table's operand
+/// class): no verified program reaches it.
+fn undefined(op: impl std::fmt::Display, d: DType) -> ! {
+    unreachable!("'{op}' on {d}: the verifier only admits the dtypes its op table entry declares")
 }
 
 impl<'a, 'ctx> Lower<'a, 'ctx> {
@@ -779,187 +791,253 @@ impl<'a, 'ctx> Lower<'a, 'ctx> {
 
     // ---- elementwise ops -----------------------------------------------------------
 
-    fn unary(&self, op: Opcode, x: BasicValueEnum<'ctx>, d: DType) -> BasicValueEnum<'ctx> {
-        if d.is_float() {
-            let x = x.into_float_value();
-            let ft = x.get_type();
-            if op == Opcode::IsFinite {
-                let a = self.fintr1("llvm.fabs", x);
-                return self
-                    .fcmp(FloatPredicate::OLT, a, ft.const_float(f64::INFINITY))
-                    .into();
+    /// One [`UnaryOp`] on a register value of compute dtype `d`. The match is
+    /// exhaustive over the op table's unary ops, so an op added there without
+    /// a lowering here does not compile.
+    fn unary(&self, op: UnaryOp, x: BasicValueEnum<'ctx>, d: DType) -> BasicValueEnum<'ctx> {
+        use Lane::{Float, Int, Pred};
+        use UnaryOp::*;
+        let lane = Lane::of(x, d);
+        // A float-only op.
+        let float = |f: &dyn Fn(FloatValue<'ctx>) -> FloatValue<'ctx>| -> BasicValueEnum<'ctx> {
+            match lane {
+                Float(x) => f(x).into(),
+                _ => undefined(op, d),
             }
-            if let Some(name) = unary_libm(op) {
-                return self.libm(name, &[x]).into();
-            }
-            let r = match op {
-                Opcode::Neg => self.b.build_float_neg(x, "").unwrap(),
-                Opcode::Abs => self.fintr1("llvm.fabs", x),
-                Opcode::Sqrt => self.fintr1("llvm.sqrt", x),
-                Opcode::Rsqrt => {
-                    // In f64 for f32 operands: 1/sqrt rounded once, as the interpreter.
-                    let wide = if ft == self.f32() {
-                        self.b.build_float_ext(x, self.f64(), "").unwrap()
-                    } else {
-                        x
-                    };
-                    let s = self.fintr1("llvm.sqrt", wide);
-                    let r = self
-                        .b
-                        .build_float_div(self.f64().const_float(1.0), s, "")
-                        .unwrap();
-                    if ft == self.f32() {
-                        self.b.build_float_trunc(r, ft, "").unwrap()
-                    } else {
-                        r
-                    }
+        };
+        match op {
+            Neg => match lane {
+                Float(x) => self.b.build_float_neg(x, "").unwrap().into(),
+                Int(x, _) => self.isub(x.get_type().const_zero(), x).into(),
+                Pred(_) => undefined(op, d),
+            },
+            Abs => match lane {
+                Float(x) => self.fintr1("llvm.fabs", x).into(),
+                Int(x, true) => self.intrinsic(
+                    "llvm.abs",
+                    &[x.get_type().into()],
+                    &[x.into(), self.i1().const_zero().into()],
+                ),
+                Int(x, false) => x.into(),
+                Pred(_) => undefined(op, d),
+            },
+            Exp => float(&|x| self.libm("exp", &[x])),
+            Log => float(&|x| self.libm("log", &[x])),
+            Log1p => float(&|x| self.libm("log1p", &[x])),
+            Expm1 => float(&|x| self.libm("expm1", &[x])),
+            Tanh => float(&|x| self.libm("tanh", &[x])),
+            Erf => float(&|x| self.libm("erf", &[x])),
+            Sin => float(&|x| self.libm("sin", &[x])),
+            Cos => float(&|x| self.libm("cos", &[x])),
+            Sqrt => float(&|x| self.fintr1("llvm.sqrt", x)),
+            Rsqrt => float(&|x| {
+                // In f64 for f32 operands: 1/sqrt rounded once, as the interpreter.
+                let ft = x.get_type();
+                let wide = if ft == self.f32() {
+                    self.b.build_float_ext(x, self.f64(), "").unwrap()
+                } else {
+                    x
+                };
+                let s = self.fintr1("llvm.sqrt", wide);
+                let r = self
+                    .b
+                    .build_float_div(self.f64().const_float(1.0), s, "")
+                    .unwrap();
+                if ft == self.f32() {
+                    self.b.build_float_trunc(r, ft, "").unwrap()
+                } else {
+                    r
                 }
-                Opcode::Logistic => {
-                    let n = self.b.build_float_neg(x, "").unwrap();
-                    let e = self.libm("exp", &[n]);
-                    let one = ft.const_float(1.0);
-                    let d = self.b.build_float_add(one, e, "").unwrap();
-                    self.b.build_float_div(one, d, "").unwrap()
-                }
-                Opcode::Floor => self.fintr1("llvm.floor", x),
-                Opcode::Ceil => self.fintr1("llvm.ceil", x),
-                Opcode::Round => self.fintr1("llvm.round", x),
-                Opcode::RoundEven => self.fintr1("llvm.roundeven", x),
-                Opcode::Sign => {
+            }),
+            Logistic => float(&|x| {
+                let ft = x.get_type();
+                let n = self.b.build_float_neg(x, "").unwrap();
+                let e = self.libm("exp", &[n]);
+                let one = ft.const_float(1.0);
+                let d = self.b.build_float_add(one, e, "").unwrap();
+                self.b.build_float_div(one, d, "").unwrap()
+            }),
+            Floor => float(&|x| self.fintr1("llvm.floor", x)),
+            Ceil => float(&|x| self.fintr1("llvm.ceil", x)),
+            Round => float(&|x| self.fintr1("llvm.round", x)),
+            RoundEven => float(&|x| self.fintr1("llvm.roundeven", x)),
+            Sign => match lane {
+                Float(x) => {
                     // ±1 with x's sign; ±0.0 and NaN unchanged.
+                    let ft = x.get_type();
                     let nz = self.fcmp(FloatPredicate::ONE, x, ft.const_zero());
                     let s = self.fintr2("llvm.copysign", ft.const_float(1.0), x);
-                    self.fselect(nz, s, x)
+                    self.fselect(nz, s, x).into()
                 }
-                op => panic!("unary {op} on {d}"),
-            };
-            return r.into();
+                Int(x, true) => {
+                    let t = x.get_type();
+                    let pos = self.zext(self.icmp(IntPredicate::SGT, x, t.const_zero()), t);
+                    let neg = self.zext(self.icmp(IntPredicate::SLT, x, t.const_zero()), t);
+                    self.isub(pos, neg).into()
+                }
+                Int(x, false) => {
+                    let t = x.get_type();
+                    self.zext(self.icmp(IntPredicate::NE, x, t.const_zero()), t)
+                        .into()
+                }
+                Pred(_) => undefined(op, d),
+            },
+            Not => match lane {
+                Int(x, _) | Pred(x) => self.b.build_not(x, "").unwrap().into(),
+                Float(_) => undefined(op, d),
+            },
+            IsFinite => match lane {
+                Float(x) => {
+                    let a = self.fintr1("llvm.fabs", x);
+                    self.fcmp(
+                        FloatPredicate::OLT,
+                        a,
+                        x.get_type().const_float(f64::INFINITY),
+                    )
+                    .into()
+                }
+                _ => undefined(op, d),
+            },
         }
-        if d.is_pred() {
-            return match op {
-                Opcode::Not => self.b.build_not(x.into_int_value(), "").unwrap().into(),
-                Opcode::IsFinite => self.i1().const_int(1, false).into(),
-                op => panic!("unary {op} on pred"),
-            };
-        }
-        let x = x.into_int_value();
-        let t = x.get_type();
-        let signed = d.is_signed_int();
-        let r = match op {
-            Opcode::Neg => self.isub(t.const_zero(), x),
-            Opcode::Abs if signed => self
-                .intrinsic(
-                    "llvm.abs",
-                    &[t.into()],
-                    &[x.into(), self.i1().const_zero().into()],
-                )
-                .into_int_value(),
-            Opcode::Abs => x,
-            Opcode::Sign if signed => {
-                let pos = self.zext(self.icmp(IntPredicate::SGT, x, t.const_zero()), t);
-                let neg = self.zext(self.icmp(IntPredicate::SLT, x, t.const_zero()), t);
-                self.isub(pos, neg)
-            }
-            Opcode::Sign => self.zext(self.icmp(IntPredicate::NE, x, t.const_zero()), t),
-            Opcode::Not => self.b.build_not(x, "").unwrap(),
-            Opcode::IsFinite => return self.i1().const_int(1, false).into(),
-            op => panic!("unary {op} on {d}"),
-        };
-        r.into()
     }
 
+    /// One [`BinaryOp`] on register values of compute dtype `d`; exhaustive
+    /// over the op table's binary ops like [`Lower::unary`].
     fn binary(
         &self,
-        op: Opcode,
+        op: BinaryOp,
         a: BasicValueEnum<'ctx>,
         bv: BasicValueEnum<'ctx>,
         d: DType,
     ) -> BasicValueEnum<'ctx> {
+        use BinaryOp::*;
+        use Lane::{Float, Int, Pred};
         let b = self.b;
-        if d.is_float() {
-            let (x, y) = (a.into_float_value(), bv.into_float_value());
-            let r = match op {
-                Opcode::Add => b.build_float_add(x, y, "").unwrap(),
-                Opcode::Sub => b.build_float_sub(x, y, "").unwrap(),
-                Opcode::Mul => b.build_float_mul(x, y, "").unwrap(),
-                Opcode::Div => b.build_float_div(x, y, "").unwrap(),
-                Opcode::Rem => self.libm("fmod", &[x, y]),
-                Opcode::Max => self.fintr2("llvm.maximum", x, y),
-                Opcode::Min => self.fintr2("llvm.minimum", x, y),
-                Opcode::Pow => self.libm("pow", &[x, y]),
-                Opcode::Atan2 => self.libm("atan2", &[x, y]),
-                op => panic!("binary {op} on {d}"),
-            };
-            return r.into();
-        }
-        let (x, y) = (a.into_int_value(), bv.into_int_value());
-        if d.is_pred() {
-            return match op {
-                Opcode::And | Opcode::Mul | Opcode::Min => self.and(x, y),
-                Opcode::Or | Opcode::Add | Opcode::Max => self.or(x, y),
-                Opcode::Xor => self.xor(x, y),
-                op => panic!("binary {op} on pred"),
-            }
-            .into();
-        }
-        let t = x.get_type();
-        let signed = d.is_signed_int();
-        let w = d.bits() as u64;
-        let zero = t.const_zero();
-        let ones = t.const_all_ones();
-        let r = match op {
-            Opcode::Add => self.iadd(x, y),
-            Opcode::Sub => self.isub(x, y),
-            Opcode::Mul => self.imul(x, y),
-            Opcode::Div => {
-                let y0 = self.icmp(IntPredicate::EQ, y, zero);
-                if signed {
-                    // x/0 = -1; x/-1 = -x (wrapping: INT_MIN/-1 = INT_MIN).
-                    let ym1 = self.icmp(IntPredicate::EQ, y, ones);
-                    let safe = self.iselect(self.or(y0, ym1), t.const_int(1, false), y);
-                    let q = b.build_int_signed_div(x, safe, "").unwrap();
-                    let q = self.iselect(ym1, self.isub(zero, x), q);
-                    self.iselect(y0, ones, q)
-                } else {
-                    let safe = self.iselect(y0, t.const_int(1, false), y);
-                    let q = b.build_int_unsigned_div(x, safe, "").unwrap();
-                    self.iselect(y0, ones, q)
+        let lanes = (Lane::of(a, d), Lane::of(bv, d));
+        let r: BasicValueEnum<'ctx> = match op {
+            Add => match lanes {
+                (Float(x), Float(y)) => b.build_float_add(x, y, "").unwrap().into(),
+                (Int(x, _), Int(y, _)) => self.iadd(x, y).into(),
+                (Pred(x), Pred(y)) => self.or(x, y).into(),
+                _ => undefined(op, d),
+            },
+            Sub => match lanes {
+                (Float(x), Float(y)) => b.build_float_sub(x, y, "").unwrap().into(),
+                (Int(x, _), Int(y, _)) => self.isub(x, y).into(),
+                _ => undefined(op, d),
+            },
+            Mul => match lanes {
+                (Float(x), Float(y)) => b.build_float_mul(x, y, "").unwrap().into(),
+                (Int(x, _), Int(y, _)) => self.imul(x, y).into(),
+                (Pred(x), Pred(y)) => self.and(x, y).into(),
+                _ => undefined(op, d),
+            },
+            Div => match lanes {
+                (Float(x), Float(y)) => b.build_float_div(x, y, "").unwrap().into(),
+                (Int(x, signed), Int(y, _)) => self.idiv(x, y, signed).into(),
+                _ => undefined(op, d),
+            },
+            Rem => match lanes {
+                (Float(x), Float(y)) => self.libm("fmod", &[x, y]).into(),
+                (Int(x, signed), Int(y, _)) => self.irem(x, y, signed).into(),
+                _ => undefined(op, d),
+            },
+            Max => match lanes {
+                (Float(x), Float(y)) => self.fintr2("llvm.maximum", x, y).into(),
+                (Int(x, signed), Int(y, _)) => self
+                    .iintr2(if signed { "llvm.smax" } else { "llvm.umax" }, x, y)
+                    .into(),
+                (Pred(x), Pred(y)) => self.or(x, y).into(),
+                _ => undefined(op, d),
+            },
+            Min => match lanes {
+                (Float(x), Float(y)) => self.fintr2("llvm.minimum", x, y).into(),
+                (Int(x, signed), Int(y, _)) => self
+                    .iintr2(if signed { "llvm.smin" } else { "llvm.umin" }, x, y)
+                    .into(),
+                (Pred(x), Pred(y)) => self.and(x, y).into(),
+                _ => undefined(op, d),
+            },
+            Pow => match lanes {
+                (Float(x), Float(y)) => self.libm("pow", &[x, y]).into(),
+                (Int(x, _), Int(y, _)) => self.ipow(x, y, d).into(),
+                _ => undefined(op, d),
+            },
+            Atan2 => match lanes {
+                (Float(x), Float(y)) => self.libm("atan2", &[x, y]).into(),
+                _ => undefined(op, d),
+            },
+            And => match lanes {
+                (Int(x, _), Int(y, _)) | (Pred(x), Pred(y)) => self.and(x, y).into(),
+                _ => undefined(op, d),
+            },
+            Or => match lanes {
+                (Int(x, _), Int(y, _)) | (Pred(x), Pred(y)) => self.or(x, y).into(),
+                _ => undefined(op, d),
+            },
+            Xor => match lanes {
+                (Int(x, _), Int(y, _)) | (Pred(x), Pred(y)) => self.xor(x, y).into(),
+                _ => undefined(op, d),
+            },
+            Shl | Shr => match lanes {
+                (Int(x, signed), Int(y, _)) => {
+                    // Amounts >= the width or negative (huge as unsigned) are out of range.
+                    let t = x.get_type();
+                    let w = d.bits() as u64;
+                    let zero = t.const_zero();
+                    let oob = self.icmp(IntPredicate::UGE, y, t.const_int(w, false));
+                    let amt = self.and(y, t.const_int(w - 1, false));
+                    match (op, signed) {
+                        (Shl, _) => self.iselect(oob, zero, self.shl(x, amt)),
+                        // Arithmetic: an out-of-range shift gives the sign (0 or -1).
+                        (_, true) => {
+                            self.ashr(x, self.iselect(oob, t.const_int(w - 1, false), amt))
+                        }
+                        (_, false) => self.iselect(oob, zero, self.lshr(x, amt)),
+                    }
+                    .into()
                 }
-            }
-            Opcode::Rem => {
-                let y0 = self.icmp(IntPredicate::EQ, y, zero);
-                if signed {
-                    // x rem 0 = x; x rem -1 = 0 (INT_MIN rem -1 = 0).
-                    let ym1 = self.icmp(IntPredicate::EQ, y, ones);
-                    let safe = self.iselect(self.or(y0, ym1), t.const_int(1, false), y);
-                    let r = b.build_int_signed_rem(x, safe, "").unwrap();
-                    self.iselect(y0, x, r)
-                } else {
-                    let safe = self.iselect(y0, t.const_int(1, false), y);
-                    let r = b.build_int_unsigned_rem(x, safe, "").unwrap();
-                    self.iselect(y0, x, r)
-                }
-            }
-            Opcode::Max => self.iintr2(if signed { "llvm.smax" } else { "llvm.umax" }, x, y),
-            Opcode::Min => self.iintr2(if signed { "llvm.smin" } else { "llvm.umin" }, x, y),
-            Opcode::Pow => self.ipow(x, y, d),
-            Opcode::And => self.and(x, y),
-            Opcode::Or => self.or(x, y),
-            Opcode::Xor => self.xor(x, y),
-            Opcode::Shl | Opcode::Shr => {
-                // Amounts >= the width or negative (huge as unsigned) are out of range.
-                let oob = self.icmp(IntPredicate::UGE, y, t.const_int(w, false));
-                let amt = self.and(y, t.const_int(w - 1, false));
-                match (op, signed) {
-                    (Opcode::Shl, _) => self.iselect(oob, zero, self.shl(x, amt)),
-                    // Arithmetic: an out-of-range shift gives the sign (0 or -1).
-                    (_, true) => self.ashr(x, self.iselect(oob, t.const_int(w - 1, false), amt)),
-                    (_, false) => self.iselect(oob, zero, self.lshr(x, amt)),
-                }
-            }
-            op => panic!("binary {op} on {d}"),
+                _ => undefined(op, d),
+            },
         };
-        r.into()
+        r
+    }
+
+    /// Integer `div`: x/0 = -1; signed x/-1 = -x (wrapping: INT_MIN/-1 = INT_MIN).
+    fn idiv(&self, x: IntValue<'ctx>, y: IntValue<'ctx>, signed: bool) -> IntValue<'ctx> {
+        let b = self.b;
+        let t = x.get_type();
+        let (zero, ones) = (t.const_zero(), t.const_all_ones());
+        let y0 = self.icmp(IntPredicate::EQ, y, zero);
+        if signed {
+            let ym1 = self.icmp(IntPredicate::EQ, y, ones);
+            let safe = self.iselect(self.or(y0, ym1), t.const_int(1, false), y);
+            let q = b.build_int_signed_div(x, safe, "").unwrap();
+            let q = self.iselect(ym1, self.isub(zero, x), q);
+            self.iselect(y0, ones, q)
+        } else {
+            let safe = self.iselect(y0, t.const_int(1, false), y);
+            let q = b.build_int_unsigned_div(x, safe, "").unwrap();
+            self.iselect(y0, ones, q)
+        }
+    }
+
+    /// Integer `rem`: x rem 0 = x; signed x rem -1 = 0 (INT_MIN rem -1 = 0).
+    fn irem(&self, x: IntValue<'ctx>, y: IntValue<'ctx>, signed: bool) -> IntValue<'ctx> {
+        let b = self.b;
+        let t = x.get_type();
+        let (zero, ones) = (t.const_zero(), t.const_all_ones());
+        let y0 = self.icmp(IntPredicate::EQ, y, zero);
+        if signed {
+            let ym1 = self.icmp(IntPredicate::EQ, y, ones);
+            let safe = self.iselect(self.or(y0, ym1), t.const_int(1, false), y);
+            let r = b.build_int_signed_rem(x, safe, "").unwrap();
+            self.iselect(y0, x, r)
+        } else {
+            let safe = self.iselect(y0, t.const_int(1, false), y);
+            let r = b.build_int_unsigned_rem(x, safe, "").unwrap();
+            self.iselect(y0, x, r)
+        }
     }
 
     /// Integer `pow` (spec section 11), through a helper function with a loop.

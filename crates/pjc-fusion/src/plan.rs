@@ -12,8 +12,8 @@
 
 use pjc_plan::kernel::{compute_type, BufferArg, CmpDir, IndexOp, Kernel, Node, NodeId, ReduceKind, Reduction};
 use pjc_plan::{Buffer, BufferKind, Plan, Step};
-use pjc_ir::infer::resolved_attr;
-use pjc_ir::{DType, Function, InstData, Opcode, TensorType, Value, ValueDef};
+use pjc_dialects::{Fusion, TypeRule};
+use pjc_ir::{Attrs, BinaryOp, DType, Function, InstData, Opcode, TensorType, Value, ValueDef};
 use std::collections::{HashMap, HashSet};
 
 /// Planning failures inside one instruction (programs the code generator
@@ -32,50 +32,20 @@ pub enum Unplannable {
     TooBig(String),
 }
 
+impl From<pjc_ir::AttrError> for PlanError {
+    fn from(e: pjc_ir::AttrError) -> PlanError {
+        PlanError(e.0)
+    }
+}
+
+/// Computed inside its consumers' loop kernels (the op table's fusion role).
 fn is_fusible(op: Opcode) -> bool {
-    let d = op.def();
-    d.elementwise
-        || matches!(
-            op,
-            Opcode::Constant
-                | Opcode::Iota
-                | Opcode::Broadcast
-                | Opcode::Reshape
-                | Opcode::Transpose
-                | Opcode::Slice
-                | Opcode::Concat
-                | Opcode::Pad
-                | Opcode::Reverse
-                | Opcode::DynamicSlice
-                | Opcode::DynamicUpdateSlice
-                | Opcode::Gather
-        )
+    op.def().fusion == Fusion::Loop
 }
 
-/// Reduction-kernel roots.
-fn is_reduction_root(op: Opcode) -> bool {
-    matches!(op, Opcode::Reduce | Opcode::ReduceWindow)
-}
-
-/// Cheap to recompute per consumer: index work and constants.
-fn is_cheap(op: Opcode) -> bool {
-    matches!(
-        op,
-        Opcode::Constant
-            | Opcode::Iota
-            | Opcode::Broadcast
-            | Opcode::Reshape
-            | Opcode::Transpose
-            | Opcode::Slice
-            | Opcode::Reverse
-            | Opcode::Convert
-            | Opcode::BitcastConvert
-    )
-}
-
-/// Reads each source element several times.
-fn replicates(op: Opcode) -> bool {
-    matches!(op, Opcode::Broadcast | Opcode::Gather | Opcode::ReduceWindow | Opcode::Pad | Opcode::DynamicSlice)
+/// Whether a consumer lets its operand fuse into its kernel.
+fn fuses_operands(op: Opcode) -> bool {
+    matches!(op.def().fusion, Fusion::Loop | Fusion::ReductionRoot)
 }
 
 /// The longest chain of fused producers one kernel recomputes: a longer chain
@@ -97,7 +67,7 @@ pub fn plan(f: &Function) -> Result<Plan, Unplannable> {
     let mut users: HashMap<Value, Vec<Opcode>> = HashMap::new();
     for &i in &f.body {
         let inst = &f.insts[i];
-        if matches!(inst.op, Opcode::Call | Opcode::Grad | Opcode::Vmap) {
+        if inst.op.def().fusion == Fusion::Unplanned {
             return Err(Unplannable::Construct {
                 func: f.name.clone(),
                 value: f.values[inst.results[0]].name.clone(),
@@ -124,12 +94,12 @@ pub fn plan(f: &Function) -> Result<Plan, Unplannable> {
         let no_uses = vec![];
         let uses = users.get(&v).unwrap_or(&no_uses);
         let d = 1 + inst.operands.iter().map(|o| depth.get(o).copied().unwrap_or(0)).max().unwrap_or(0);
+        let def = inst.op.def();
         let need = !is_fusible(inst.op)
-            || is_reduction_root(inst.op)
             || results.contains(&v)
-            || uses.iter().any(|&u| !(is_fusible(u) || is_reduction_root(u)))
-            || (uses.len() > 1 && !is_cheap(inst.op))
-            || (!is_cheap(inst.op) && uses.iter().any(|&u| replicates(u)))
+            || uses.iter().any(|&u| !fuses_operands(u))
+            || (uses.len() > 1 && !def.cheap)
+            || (!def.cheap && uses.iter().any(|&u| u.def().replicates))
             || (inst.op == Opcode::Constant && inst.literal.as_ref().is_some_and(|l| !l.shape.is_empty()))
             || d >= MAX_FUSION_DEPTH;
         materialize.insert(v, need);
@@ -163,20 +133,23 @@ pub fn plan(f: &Function) -> Result<Plan, Unplannable> {
             p.new_buffer(v, BufferKind::Constant(inst.literal.clone().unwrap()));
             continue;
         }
-        if inst.op.is_collective() {
-            let input = p.buffer_of[&inst.operands[0]];
-            let output = p.new_buffer(v, BufferKind::Temp);
-            p.steps.push(Step::Collective { inst: inst.detached(), input, output });
-            continue;
+        match inst.op.def().fusion {
+            Fusion::Collective => {
+                let input = p.buffer_of[&inst.operands[0]];
+                let output = p.new_buffer(v, BufferKind::Temp);
+                p.steps.push(Step::Collective { inst: inst.detached(), input, output });
+            }
+            Fusion::Library => {
+                let inputs = inst.operands.iter().map(|o| p.buffer_of[o]).collect();
+                let output = p.new_buffer(v, BufferKind::Temp);
+                p.steps.push(Step::Library { inst: inst.detached(), inputs, output });
+            }
+            Fusion::Loop | Fusion::ReductionRoot => {
+                let k = p.kernel(inst).map_err(|e| Unplannable::Construct { func: f.name.clone(), value: f.values[v].name.clone(), msg: e.0 })?;
+                p.steps.push(Step::Kernel(k));
+            }
+            Fusion::Unplanned => unreachable!("rejected above"),
         }
-        if !is_fusible(inst.op) && !is_reduction_root(inst.op) {
-            let inputs = inst.operands.iter().map(|o| p.buffer_of[o]).collect();
-            let output = p.new_buffer(v, BufferKind::Temp);
-            p.steps.push(Step::Library { inst: inst.detached(), inputs, output });
-            continue;
-        }
-        let k = p.kernel(inst).map_err(|e| Unplannable::Construct { func: f.name.clone(), value: f.values[v].name.clone(), msg: e.0 })?;
-        p.steps.push(Step::Kernel(k));
     }
     let results = f.ret.iter().map(|v| p.buffer_of[v]).collect();
     Ok(Plan { name: f.name.clone(), buffers: p.buffers, steps: p.steps, params, results })
@@ -391,9 +364,10 @@ impl<'a> Body<'a> {
         Ok(n)
     }
 
-    fn attr_ints(&self, inst: &InstData, name: &str) -> Vec<i64> {
+    /// `inst`'s attributes, defaults applied.
+    fn attrs<'i>(&self, inst: &'i InstData) -> Attrs<'i> {
         let tys: Vec<&TensorType> = inst.operands.iter().map(|&o| self.ty(o)).collect();
-        resolved_attr(inst, name, &tys).and_then(|a| a.as_ints()).unwrap_or_default()
+        Attrs::new(inst, &tys)
     }
 
     /// The node computing `inst`'s result at `coords` (fusible ops only).
@@ -413,11 +387,12 @@ impl<'a> Body<'a> {
                 }
             }
             Opcode::Iota => {
-                let dim = inst.attr("dim").and_then(|a| a.as_int()).unwrap_or(0) as usize;
+                let dim = self.attrs(inst).index("dim")?;
                 self.push(Node::Convert { x: coords[dim], to: out.dtype }, ct)
             }
             Opcode::Compare => {
-                let dir = inst.attr("dir").and_then(|a| a.as_ident()).and_then(CmpDir::parse).unwrap();
+                let dir = self.attrs(inst).ident("dir")?;
+                let dir = CmpDir::parse(&dir).ok_or_else(|| PlanError(format!("compare direction '{dir}'")))?;
                 let a = self.value(opnd(0), coords)?;
                 let b = self.value(opnd(1), coords)?;
                 self.push(Node::Compare { dir, a, b }, DType::Pred)
@@ -435,8 +410,8 @@ impl<'a> Body<'a> {
                 let lo = self.value(opnd(0), &lc)?;
                 let x = self.value(opnd(1), coords)?;
                 let hi = self.value(opnd(2), &hc)?;
-                let m = self.push(Node::Binary { op: Opcode::Max, a: x, b: lo }, ct);
-                self.push(Node::Binary { op: Opcode::Min, a: m, b: hi }, ct)
+                let m = self.push(Node::Binary { op: BinaryOp::Max, a: x, b: lo }, ct);
+                self.push(Node::Binary { op: BinaryOp::Min, a: m, b: hi }, ct)
             }
             Opcode::Convert => {
                 let x = self.value(opnd(0), coords)?;
@@ -447,20 +422,20 @@ impl<'a> Body<'a> {
                 let from = self.ty(opnd(0)).dtype;
                 self.push(Node::Bitcast { x, from, to: out.dtype }, ct)
             }
-            _ if op.def().elementwise && inst.operands.len() == 1 => {
+            _ if op.unary().is_some() => {
                 let x = self.value(opnd(0), coords)?;
-                let t = if op == Opcode::IsFinite { DType::Pred } else { ct };
-                let n = self.push(Node::Unary { op, x }, t);
+                let t = if op.def().rule == TypeRule::ElementwiseToPred { DType::Pred } else { ct };
+                let n = self.push(Node::Unary { op: op.unary().unwrap(), x }, t);
                 self.round_narrow(n, out.dtype)
             }
-            _ if op.def().elementwise && inst.operands.len() == 2 => {
+            _ if op.binary().is_some() => {
                 let a = self.value(opnd(0), coords)?;
                 let b = self.value(opnd(1), coords)?;
-                let n = self.push(Node::Binary { op, a, b }, ct);
+                let n = self.push(Node::Binary { op: op.binary().unwrap(), a, b }, ct);
                 self.round_narrow(n, out.dtype)
             }
             Opcode::Broadcast => {
-                let dims = self.attr_ints(inst, "dims");
+                let dims = self.attrs(inst).ints("dims")?;
                 let src = self.ty(opnd(0)).clone();
                 let zero = self.int(0);
                 let c: Vec<NodeId> = dims
@@ -477,7 +452,7 @@ impl<'a> Body<'a> {
                 self.value(opnd(0), &c)?
             }
             Opcode::Transpose => {
-                let perm = self.attr_ints(inst, "perm");
+                let perm = self.attrs(inst).ints("perm")?;
                 let mut c = vec![0; perm.len()];
                 for (i, &p) in perm.iter().enumerate() {
                     c[p as usize] = coords[i];
@@ -485,7 +460,7 @@ impl<'a> Body<'a> {
                 self.value(opnd(0), &c)?
             }
             Opcode::Slice => {
-                let (start, stride) = (self.attr_ints(inst, "start"), self.attr_ints(inst, "stride"));
+                let (start, stride) = (self.attrs(inst).ints("start")?, self.attrs(inst).ints("stride")?);
                 let mut c = vec![];
                 for (k, &x) in coords.iter().enumerate() {
                     let s = self.int(stride[k] as i128);
@@ -496,7 +471,7 @@ impl<'a> Body<'a> {
                 self.value(opnd(0), &c)?
             }
             Opcode::Reverse => {
-                let dims = self.attr_ints(inst, "dims");
+                let dims = self.attrs(inst).ints("dims")?;
                 let mut c = coords.to_vec();
                 for &d in &dims {
                     let n = self.int(out.shape[d as usize] as i128 - 1);
@@ -505,7 +480,7 @@ impl<'a> Body<'a> {
                 self.value(opnd(0), &c)?
             }
             Opcode::Pad => {
-                let (low, interior) = (self.attr_ints(inst, "low"), self.attr_ints(inst, "interior"));
+                let (low, interior) = (self.attrs(inst).ints("low")?, self.attrs(inst).ints("interior")?);
                 let src = self.ty(opnd(0)).shape.clone();
                 let mut c = vec![];
                 let mut valid: Option<NodeId> = None;
@@ -540,7 +515,7 @@ impl<'a> Body<'a> {
                 }
             }
             Opcode::Concat => {
-                let dim = inst.attr("dim").and_then(|a| a.as_int()).unwrap_or(0) as usize;
+                let dim = self.attrs(inst).index("dim")?;
                 // Walk parts from the last: value = select(c < start_k, earlier, part_k).
                 let mut starts = vec![];
                 let mut acc = 0u64;
@@ -600,7 +575,7 @@ impl<'a> Body<'a> {
                 }
             }
             Opcode::Gather => {
-                let axis = inst.attr("axis").and_then(|a| a.as_int()).unwrap_or(0) as usize;
+                let axis = self.attrs(inst).index("axis")?;
                 let table = self.ty(opnd(0)).shape.clone();
                 let ir = self.ty(opnd(1)).rank();
                 let ic = coords[axis..axis + ir].to_vec();
@@ -619,15 +594,8 @@ impl<'a> Body<'a> {
     /// A `reduce` kernel: output coords, then the reduced dims' coords.
     fn reduce(&mut self, inst: &InstData, out: &[NodeId]) -> Result<(NodeId, Option<Reduction>), PlanError> {
         let src = self.ty(inst.operands[0]).clone();
-        let dims = self.attr_ints(inst, "dims");
-        let kind = match inst.attr("kind").and_then(|a| a.as_ident()).unwrap_or("sum") {
-            "sum" => ReduceKind::Sum,
-            "prod" => ReduceKind::Prod,
-            "max" => ReduceKind::Max,
-            "min" => ReduceKind::Min,
-            "and" => ReduceKind::And,
-            _ => ReduceKind::Or,
-        };
+        let dims = self.attrs(inst).ints("dims")?;
+        let kind = self.attrs(inst).reduce_kind()?;
         let mut c = vec![0; src.rank()];
         let (mut k, mut r) = (0, out.len());
         let mut rshape = vec![];
@@ -649,15 +617,10 @@ impl<'a> Body<'a> {
     /// positions hold the kind's identity.
     fn reduce_window(&mut self, inst: &InstData, out: &[NodeId]) -> Result<(NodeId, Option<Reduction>), PlanError> {
         let src = self.ty(inst.operands[0]).clone();
-        let window = self.attr_ints(inst, "window");
-        let strides = self.attr_ints(inst, "strides");
-        let tys: Vec<&TensorType> = vec![&src];
-        let padding = resolved_attr(inst, "padding", &tys).and_then(|a| a.as_pairs()).unwrap_or_default();
-        let kind = match inst.attr("kind").and_then(|a| a.as_ident()).unwrap_or("sum") {
-            "max" => ReduceKind::Max,
-            "min" => ReduceKind::Min,
-            _ => ReduceKind::Sum,
-        };
+        let window = self.attrs(inst).ints("window")?;
+        let strides = self.attrs(inst).ints("strides")?;
+        let padding = self.attrs(inst).pairs("padding")?;
+        let kind = self.attrs(inst).reduce_kind()?;
         let rank = src.rank();
         let mut c = vec![];
         let mut valid: Option<NodeId> = None;

@@ -12,6 +12,8 @@
 mod ops;
 mod spmd;
 
+pub use ops::eval_inst;
+
 use pjc_ir::{FuncId, FuncKind, Function, Mesh, Module, Opcode, Value};
 use pjc_tensor::Tensor;
 use std::collections::HashMap;
@@ -115,10 +117,10 @@ impl<'m> Interp<'m> {
                         f.name
                     )))
                 }
-                _ if inst.op.is_collective() || inst.op == Opcode::AxisIndex => {
+                _ if inst.op.def().context == pjc_dialects::Context::SpmdOnly => {
                     return Err(self.internal(f, inst.op, "collective outside a spmd func".into()))
                 }
-                _ => vec![ops::eval_op(f, inst, &operands).map_err(|e| self.internal(f, inst.op, e.to_string()))?],
+                _ => vec![ops::eval_inst(inst, &operands, &f.values[inst.results[0]].ty).map_err(|e| self.internal(f, inst.op, e.to_string()))?],
             };
             for (r, t) in inst.results.iter().zip(results) {
                 env.insert(*r, t);

@@ -2,7 +2,7 @@
 //! the collectives of spec section 8 computed from the group members' values.
 
 use crate::{Interp, Place};
-use pjc_ir::{FuncKind, Function, InstData, Mesh, Opcode, Sharding, Value};
+use pjc_ir::{Attrs, CollectiveKind, FuncKind, Function, InstData, Mesh, Opcode, Sharding, Value};
 use pjc_tensor::{Tensor, TensorError};
 use std::collections::HashMap;
 
@@ -129,34 +129,32 @@ impl<'m> Interp<'m> {
                 "'grad' in @{} is expanded by the compiler's autodiff transform, which pjc eval does not run yet",
                 f.name
             ))),
-            _ => Ok(vec![crate::ops::eval_op(f, inst, ops).map_err(|e| self.internal(f, inst.op, e.to_string()))?]),
+            _ => Ok(vec![crate::ops::eval_inst(inst, ops, &f.values[inst.results[0]].ty).map_err(|e| self.internal(f, inst.op, e.to_string()))?]),
         }
     }
 
     /// The value of a collective on `device`.
     fn collective(&self, inst: &InstData, env: &[HashMap<Value, Tensor>], device: u64) -> Result<Tensor, TensorError> {
-        let axes = inst.attr("axes").and_then(|a| a.as_idents()).unwrap_or_default();
-        let (members, pos) = self.mesh.group(&axes, device).map_err(TensorError::Invalid)?;
+        let a = Attrs::with_ranks(inst, &[env[device as usize][&inst.operands[0]].rank()]);
+        let (members, pos) = self.mesh.group(&a.idents("axes")?, device).map_err(TensorError::Invalid)?;
         let v = inst.operands[0];
         let parts: Vec<&Tensor> = members.iter().map(|&d| &env[d as usize][&v]).collect();
-        let kind = || inst.attr("kind").and_then(|a| a.as_ident()).unwrap_or("sum");
-        let int = |name: &str| inst.attr(name).and_then(|a| a.as_int()).unwrap_or(0);
         let n = members.len();
-        match inst.op {
-            Opcode::AllReduce => pjc_tensor::combine(kind(), &parts),
-            Opcode::AllGather => pjc_tensor::concat(&parts, int("dim") as usize),
-            Opcode::ReduceScatter => cut(&pjc_tensor::combine(kind(), &parts)?, int("dim") as usize, pos, n),
-            Opcode::AllToAll => {
-                let (sd, cd) = (int("split_dim") as usize, int("concat_dim") as usize);
+        let kind = inst.op.collective().ok_or_else(|| TensorError::Invalid(format!("'{}' is not a collective", inst.op)))?;
+        match kind {
+            CollectiveKind::AllReduce => pjc_tensor::combine(a.reduce_kind()?, &parts),
+            CollectiveKind::AllGather => pjc_tensor::concat(&parts, a.index("dim")?),
+            CollectiveKind::ReduceScatter => cut(&pjc_tensor::combine(a.reduce_kind()?, &parts)?, a.index("dim")?, pos, n),
+            CollectiveKind::AllToAll => {
+                let (sd, cd) = (a.index("split_dim")?, a.index("concat_dim")?);
                 let chunks: Vec<Tensor> = parts.iter().map(|t| cut(t, sd, pos, n)).collect::<Result<_, _>>()?;
                 pjc_tensor::concat(&chunks.iter().collect::<Vec<_>>(), cd)
             }
-            Opcode::CollectivePermute => {
+            CollectiveKind::CollectivePermute => {
                 // Position k sends to k + shift, so we receive from pos - shift.
-                let shift = int("shift").rem_euclid(n as i64) as usize;
+                let shift = a.int("shift")?.rem_euclid(n as i64) as usize;
                 Ok(parts[(pos + n - shift) % n].clone())
             }
-            op => Err(TensorError::Invalid(format!("'{op}' is not a collective"))),
         }
     }
 }

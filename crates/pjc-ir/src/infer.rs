@@ -50,10 +50,16 @@ pub struct InferCtx<'a> {
 
 /// The length of the window-shaped default lists (`Ones`, `Zeros`, `ZeroPairs`).
 pub fn window_rank(op: Opcode, operands: &[&TensorType]) -> usize {
+    let ranks: Vec<usize> = operands.iter().map(|t| t.rank()).collect();
+    window_rank_of(op, &ranks)
+}
+
+/// [`window_rank`] from the operands' ranks alone.
+pub fn window_rank_of(op: Opcode, ranks: &[usize]) -> usize {
     match op {
-        Opcode::Convolution => operands.first().map_or(0, |t| t.rank().saturating_sub(2)),
-        Opcode::SelectAndScatterAdd => operands.get(1).map_or(0, |t| t.rank()),
-        _ => operands.first().map_or(0, |t| t.rank()),
+        Opcode::Convolution => ranks.first().map_or(0, |r| r.saturating_sub(2)),
+        Opcode::SelectAndScatterAdd => ranks.get(1).copied().unwrap_or(0),
+        _ => ranks.first().copied().unwrap_or(0),
     }
 }
 
@@ -74,11 +80,7 @@ pub fn default_value(def: &AttrDef, window_rank: usize) -> Option<AttrValue> {
 /// An attribute's value, its default when omitted, or `None` when a required
 /// attribute is missing.
 pub fn resolved_attr(inst: &InstData, name: &str, operands: &[&TensorType]) -> Option<AttrValue> {
-    if let Some(v) = inst.attr(name) {
-        return Some(v.clone());
-    }
-    let def = inst.op.def().attrs.iter().find(|a| a.name == name)?;
-    default_value(def, window_rank(inst.op, operands))
+    crate::attrs::Attrs::new(inst, operands).get(name).ok().map(|v| v.into_owned())
 }
 
 /// Global type of a shard with sharding `s` (dims multiplied by their axes' sizes;

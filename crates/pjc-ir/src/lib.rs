@@ -8,6 +8,7 @@
 //! handle. The op vocabulary is `pjc_dialects::Opcode`; this crate never lists
 //! ops except in [`infer`], the one place that knows each op's type rule.
 
+pub mod attrs;
 pub mod builder;
 pub mod entity;
 pub mod infer;
@@ -15,10 +16,11 @@ pub mod module;
 pub mod replication;
 pub mod types;
 
+pub use attrs::Attrs;
 pub use entity::{EntityRef, FuncId, Inst, PrimaryMap, Value};
 pub use module::{
     Attr, AttrValue, Comments, FuncKind, Function, InstData, Literal, Module, Number, ResultDecl, ValueData,
     ValueDef,
 };
-pub use pjc_dialects::{DType, Opcode};
+pub use pjc_dialects::{AttrError, BinaryOp, CollectiveKind, DType, Opcode, ReduceKind, UnaryOp};
 pub use types::{DimSharding, Mesh, MeshAxis, Sharding, Span, TensorType};

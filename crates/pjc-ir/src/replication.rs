@@ -16,7 +16,7 @@
 
 use crate::module::{FuncKind, Function, InstData, Module};
 use crate::types::Sharding;
-use crate::{Opcode, Value};
+use crate::{CollectiveKind, Opcode, Value};
 use std::collections::{BTreeSet, HashMap};
 
 /// A set of mesh axis names.
@@ -34,12 +34,16 @@ pub fn result_axes(inst: &InstData, operands: &[&Axes], spmd_callee_results: Opt
     let union: Axes = operands.iter().flat_map(|a| a.iter().cloned()).collect();
     let axes: Axes = inst.attr("axes").and_then(|a| a.as_idents()).unwrap_or_default().into_iter().collect();
     let n = inst.results.len().max(1);
+    if let Some(c) = inst.op.collective() {
+        return match c {
+            CollectiveKind::AllReduce | CollectiveKind::AllGather => vec![union.difference(&axes).cloned().collect()],
+            CollectiveKind::ReduceScatter | CollectiveKind::AllToAll | CollectiveKind::CollectivePermute => {
+                vec![union.union(&axes).cloned().collect()]
+            }
+        };
+    }
+    // An op without operands (constant, iota) varies along no axis: `union` is empty.
     match inst.op {
-        Opcode::Constant | Opcode::Iota => vec![Axes::new()],
-        Opcode::AllReduce | Opcode::AllGather => vec![union.difference(&axes).cloned().collect()],
-        Opcode::ReduceScatter | Opcode::AllToAll | Opcode::CollectivePermute => {
-            vec![union.union(&axes).cloned().collect()]
-        }
         Opcode::AxisIndex => {
             vec![inst.attr("axis").and_then(|a| a.as_ident()).map(|a| Axes::from([a.to_string()])).unwrap_or_default()]
         }

@@ -6,9 +6,9 @@
 //! Applies to unit-stride, undilated windows whose output keeps the input size
 //! (`lo + hi = window - 1`), the usual "same" convolution and pooling.
 
-use crate::{Collective, Partitioner};
+use crate::Partitioner;
 use pjc_ir::infer::{parse_conv_labels, resolved_attr};
-use pjc_ir::{AttrValue, DType, Function, InstData, Number, Opcode, TensorType, Value};
+use pjc_ir::{AttrValue, DType, Function, InstData, Number, Opcode, ReduceKind, TensorType, Value};
 use pjc_sharding::rules::{FactorKind, FactorRule};
 
 /// One spatial dimension to exchange halos on.
@@ -28,13 +28,10 @@ pub(crate) struct Halo {
 /// The halo exchanges that let `inst` run with its spatial dims split as the
 /// result's target asks (`targets` = per-dim axes of the result).
 pub(crate) fn plan(p: &Partitioner, f: &Function, inst: &InstData, rule: &FactorRule, target: &[Vec<String>]) -> Vec<Halo> {
-    if !matches!(inst.op, Opcode::Convolution | Opcode::ReduceWindow) {
-        return vec![];
-    }
     let ops: Vec<&TensorType> = inst.operands.iter().map(|&v| f.ty(v)).collect();
     let ints = |n: &str| resolved_attr(inst, n, &ops).and_then(|v| v.as_ints()).unwrap_or_default();
     let pairs = |n: &str| resolved_attr(inst, n, &ops).and_then(|v| v.as_pairs()).unwrap_or_default();
-    let x = ops[0];
+    let Some(&x) = ops.first() else { return vec![] };
     // (input dim, output dim, window, stride, lhs dilation, rhs dilation, padding, attr index)
     let mut dims: Vec<(usize, usize, u64, i64, i64, i64, (i64, i64), usize)> = vec![];
     match inst.op {
@@ -77,12 +74,12 @@ pub(crate) fn plan(p: &Partitioner, f: &Function, inst: &InstData, rule: &Factor
 /// The value the padding holds: 0 for convolutions and sums, the identity of
 /// max/min windows.
 pub(crate) fn pad_value(inst: &InstData, dtype: DType) -> Number {
-    let kind = inst.attr("kind").and_then(|k| k.as_ident()).unwrap_or("sum");
+    let kind = inst.attr("kind").and_then(|k| k.as_ident()).and_then(ReduceKind::from_name);
     match (kind, dtype.is_float()) {
-        ("max", true) => Number::Float(f64::NEG_INFINITY),
-        ("min", true) => Number::Float(f64::INFINITY),
-        ("max", false) => Number::Int(dtype.int_range().map_or(0, |r| r.0)),
-        ("min", false) => Number::Int(dtype.int_range().map_or(0, |r| r.1)),
+        (Some(ReduceKind::Max), true) => Number::Float(f64::NEG_INFINITY),
+        (Some(ReduceKind::Min), true) => Number::Float(f64::INFINITY),
+        (Some(ReduceKind::Max), false) => Number::Int(dtype.int_range().map_or(0, |r| r.0)),
+        (Some(ReduceKind::Min), false) => Number::Int(dtype.int_range().map_or(0, |r| r.1)),
         (_, true) => Number::Float(0.0),
         _ => Number::Int(0),
     }
@@ -122,7 +119,7 @@ impl Partitioner<'_> {
                 &format!("{base}.halo"),
             );
             let side = if from_end { "before" } else { "after" };
-            self.record(got, Collective::CollectivePermute, h.axes.clone(), format!("{why}: halo of {rows} row(s) {side} each block of dim {}", h.dim));
+            self.record(got, h.axes.clone(), format!("{why}: halo of {rows} row(s) {side} each block of dim {}", h.dim));
             // The first (last) device has no neighbour before (after) it: padding.
             let pos = self.position(&h.axes, &format!("{base}.pos"));
             let e = self.b().splat(Number::Int(edge as i128), TensorType::scalar(DType::I32), "edge");

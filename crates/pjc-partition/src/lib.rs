@@ -27,6 +27,7 @@ mod reshard;
 use pjc_ir::builder::{Builder, Names};
 use pjc_ir::infer::CalleeSig;
 use pjc_ir::{FuncId, Function, Mesh, Module, Sharding, TensorType, Value, ValueDef};
+pub use pjc_ir::CollectiveKind;
 use pjc_sharding::{Propagation, Slot};
 use std::collections::HashMap;
 
@@ -34,34 +35,11 @@ pub use combine::{combine_all_reduces, COMBINE_LIMIT_BYTES};
 pub use entry::partition;
 pub use reshard::sharding_of;
 
-/// The collectives the partitioner inserts.
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
-pub enum Collective {
-    AllReduce,
-    AllGather,
-    ReduceScatter,
-    AllToAll,
-    CollectivePermute,
-}
-
-impl Collective {
-    /// The op's PIR spelling.
-    pub fn name(self) -> &'static str {
-        match self {
-            Collective::AllReduce => "all_reduce",
-            Collective::AllGather => "all_gather",
-            Collective::ReduceScatter => "reduce_scatter",
-            Collective::AllToAll => "all_to_all",
-            Collective::CollectivePermute => "collective_permute",
-        }
-    }
-}
-
 /// One inserted collective: where, why, and what it costs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Inserted {
     pub value: String,
-    pub op: Collective,
+    pub op: CollectiveKind,
     pub axes: Vec<String>,
     pub reason: String,
     /// Bytes each device sends (ring formulas).
@@ -128,24 +106,25 @@ impl Partitioner<'_> {
 
     /// Notes an inserted collective (result `r`) with its reason, as an
     /// end-of-line comment too, so `--emit spmd` shows it.
-    pub(crate) fn record(&mut self, r: Value, op: Collective, axes: Vec<String>, reason: String) {
+    pub(crate) fn record(&mut self, r: Value, axes: Vec<String>, reason: String) {
         let n = self.mesh.group_size(axes.iter().map(|a| a.as_str()));
         let ty = self.ty(r).clone();
         // Saturating: a program may declare more than 2^64 bytes (the planner
         // rejects it later); the estimate must not overflow on the way.
         let size = ty.bytes();
         let ValueDef::Result(inst, _) = self.out.values[r].def else { unreachable!() };
+        let op = self.out.insts[inst].op.collective().expect("records collectives only");
         let operand_ty = self.ty(self.out.insts[inst].operands[0]).clone();
         let operand_size = operand_ty.bytes();
         let ring = |k: u128, s: u64| {
             (k * (n as u128 - 1)).checked_mul(s as u128).and_then(|x| u64::try_from(x / n as u128).ok()).unwrap_or(u64::MAX)
         };
         let bytes = match op {
-            Collective::AllReduce => ring(2, size),
-            Collective::AllGather => ring(1, size),
-            Collective::ReduceScatter => ring(1, operand_size),
-            Collective::AllToAll => ring(1, size),
-            Collective::CollectivePermute => size,
+            CollectiveKind::AllReduce => ring(2, size),
+            CollectiveKind::AllGather => ring(1, size),
+            CollectiveKind::ReduceScatter => ring(1, operand_size),
+            CollectiveKind::AllToAll => ring(1, size),
+            CollectiveKind::CollectivePermute => size,
         };
         self.out.insts[inst].comments.eol = Some(format!(" {reason}"));
         self.inserted.push(Inserted { value: self.name(r), op, axes, reason, bytes_per_device: bytes });

@@ -3,7 +3,7 @@
 //! result to its target.
 
 use crate::reshard::{dim_axes, sharding_of};
-use crate::{Collective, Local, PartitionError, Partitioner};
+use crate::{Local, PartitionError, Partitioner};
 use pjc_ir::infer::resolved_attr;
 use pjc_ir::{AttrValue, DType, FuncKind, Function, InstData, Literal, Number, Opcode, Sharding, TensorType, Value, ValueDef};
 use pjc_sharding::rules::{factor_rule, split_axes, FactorKind, FactorRule};
@@ -37,7 +37,7 @@ pub(crate) fn lower(
     env: &mut HashMap<Value, Local>,
 ) -> Result<(), PartitionError> {
     let op = inst.op;
-    if matches!(op, Opcode::Grad | Opcode::Vmap) {
+    if op.is_transform() {
         return Err(PartitionError(format!("'{op}' must be expanded before partitioning")));
     }
     if op.def().context == pjc_dialects::Context::SpmdOnly {
@@ -179,7 +179,7 @@ pub(crate) fn lower(
                 vec![("axes", axes_attr), ("dim", AttrValue::Int(d as i64)), ("kind", AttrValue::Ident(kind.into()))],
                 &format!("{name}.rs"),
             );
-            p.record(r, Collective::ReduceScatter, red_axes.clone(), format!("{why}, and the result is split over them on dim {d}"));
+            p.record(r, red_axes.clone(), format!("{why}, and the result is split over them on dim {d}"));
             have[d].extend(red_axes.iter().cloned());
             v = r;
         } else {
@@ -189,7 +189,7 @@ pub(crate) fn lower(
                 vec![("axes", axes_attr), ("kind", AttrValue::Ident(kind.into()))],
                 &format!("{name}.ar"),
             );
-            p.record(r, Collective::AllReduce, red_axes.clone(), why);
+            p.record(r, red_axes.clone(), why);
             v = r;
         }
     }
@@ -297,10 +297,7 @@ fn emit(
         }
         _ => {}
     }
-    let written = matches!(
-        op,
-        Opcode::Broadcast | Opcode::Reshape | Opcode::Convert | Opcode::BitcastConvert | Opcode::DotGeneral | Opcode::Convolution | Opcode::Argmax | Opcode::Argmin
-    );
+    let written = op.def().rule.uses_written_type();
     let attrs_ref: Vec<(&str, AttrValue)> = attrs.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
     let res = p
         .b()

@@ -4,7 +4,7 @@
 //! `all_to_all` when one axis moves between dimensions; otherwise `all_gather`
 //! of the splits that must go, followed by a local slice for the new ones.
 
-use crate::{Collective, Partitioner};
+use crate::Partitioner;
 use pjc_ir::{AttrValue, DType, DimSharding, Number, Opcode, Sharding, TensorType, Value};
 
 /// Axes of each dim (empty = replicated); `?` counts as replicated.
@@ -126,7 +126,7 @@ impl Partitioner<'_> {
                             ],
                             &format!("{base}.a2a"),
                         );
-                        self.record(r, Collective::AllToAll, vec![a.clone()], reason);
+                        self.record(r, vec![a.clone()], reason);
                         return r;
                     }
                 }
@@ -152,7 +152,7 @@ impl Partitioner<'_> {
                     ],
                     &format!("{base}.ag"),
                 );
-                self.record(r, Collective::AllGather, axes, reason.clone());
+                self.record(r, axes, reason.clone());
                 cur = r;
                 have[d].truncate(keep);
             }

@@ -180,6 +180,7 @@ pub fn schema() -> [u8; 32] {
         include_str!("memory.rs"),
         include_str!("../../pjc-ir/src/types.rs"),
         include_str!("../../pjc-ir/src/module.rs"),
+        include_str!("../../../dialects/src/kinds.rs"),
     ] {
         h.update(src.as_bytes());
     }

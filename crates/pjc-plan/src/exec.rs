@@ -5,9 +5,9 @@
 //! code is compared with, and runs library steps for the runtime. Collectives
 //! are the caller's (`Collectives`), since they need the other devices.
 
-use crate::kernel::{IndexOp, Kernel, Node, ReduceKind};
+use crate::kernel::{IndexOp, Kernel, Node};
 use crate::plan::{BufferKind, Plan, Step};
-use pjc_ir::{DType, InstData, Opcode};
+use pjc_ir::{Attrs, DType, InstData, Opcode};
 use pjc_tensor::{Buf, Scalar, Tensor, TensorError};
 
 type R<T> = Result<T, TensorError>;
@@ -61,8 +61,8 @@ pub fn execute(plan: &Plan, args: &[Tensor], coll: &mut dyn Collectives) -> R<Ve
                 let ins: Vec<Tensor> = inputs.iter().map(|&b| get(&bufs, b)).collect::<R<_>>()?;
                 let out_ty = &plan.buffers[*output].ty;
                 let out = if inst.op == Opcode::AxisIndex {
-                    let axis = inst.attr("axis").and_then(|a| a.as_ident()).unwrap_or("");
-                    Tensor::from_scalars(DType::I32, vec![], &[Scalar::Int(coll.axis_index(axis) as i128)])
+                    let axis = Attrs::with_ranks(inst, &[]).ident("axis")?;
+                    Tensor::from_scalars(DType::I32, vec![], &[Scalar::Int(coll.axis_index(&axis) as i128)])
                 } else {
                     library(inst, &ins, out_ty)?
                 };
@@ -77,33 +77,11 @@ pub fn execute(plan: &Plan, args: &[Tensor], coll: &mut dyn Collectives) -> R<Ve
     plan.results.iter().map(|&b| get(&bufs, b)).collect()
 }
 
-/// A library step with the reference kernels (the runtime substitutes fast ones).
+/// A library step with the reference kernels (the runtime substitutes fast
+/// ones): the interpreter's own evaluation of the instruction.
 pub fn library(inst: &InstData, ins: &[Tensor], out: &pjc_ir::TensorType) -> R<Tensor> {
-    let types: Vec<pjc_ir::TensorType> = ins
-        .iter()
-        .map(|t| pjc_ir::TensorType::new(t.dtype(), t.shape.iter().map(|&d| d as u64).collect()))
-        .collect();
-    let refs: Vec<&pjc_ir::TensorType> = types.iter().collect();
-    let attr = |n: &str| pjc_ir::infer::resolved_attr(inst, n, &refs);
-    let us = |n: &str| -> Vec<usize> { attr(n).and_then(|a| a.as_ints()).unwrap_or_default().iter().map(|&x| x as usize).collect() };
-    let pairs = |n: &str| attr(n).and_then(|a| a.as_pairs()).unwrap_or_default();
-    let int = |n: &str| attr(n).and_then(|a| a.as_int()).unwrap_or(0);
-    let ident = |n: &str| attr(n).and_then(|a| a.as_ident().map(str::to_string)).unwrap_or_default();
-    match inst.op {
-        Opcode::DotGeneral => pjc_tensor::dot_general(&ins[0], &ins[1], &us("lhs_batch"), &us("rhs_batch"), &us("lhs_contract"), &us("rhs_contract"), out.dtype),
-        Opcode::Convolution => {
-            let dims = pjc_tensor::parse_conv_dims(attr("dims").and_then(|a| a.as_str().map(str::to_string)).unwrap_or_default().as_str(), ins[0].rank())
-                .map_err(TensorError::Invalid)?;
-            pjc_tensor::convolution(&ins[0], &ins[1], &dims, &us("window_strides"), &pairs("padding"), &us("lhs_dilation"), &us("rhs_dilation"), int("feature_group_count") as usize, int("batch_group_count") as usize, out.dtype)
-        }
-        Opcode::Argmax => pjc_tensor::argmax(&ins[0], int("dim") as usize, out.dtype),
-        Opcode::Argmin => pjc_tensor::argmin(&ins[0], int("dim") as usize, out.dtype),
-        Opcode::ScatterAdd => pjc_tensor::scatter_add(&ins[0], &ins[1], &ins[2], int("axis") as usize),
-        Opcode::SelectAndScatterAdd => pjc_tensor::select_and_scatter_add(&ins[0], &ins[1], &us("window"), &us("strides"), &pairs("padding")),
-        Opcode::Gather => pjc_tensor::gather(&ins[0], &ins[1], int("axis") as usize),
-        Opcode::ReduceWindow => pjc_tensor::reduce_window(&ins[0], &ident("kind"), &us("window"), &us("strides"), &pairs("padding")),
-        op => Err(TensorError::Invalid(format!("no library routine for '{op}'"))),
-    }
+    let refs: Vec<&Tensor> = ins.iter().collect();
+    pjc_interp::eval_inst(inst, &refs, out)
 }
 
 fn i64s(v: Vec<i128>) -> Tensor {
@@ -207,14 +185,7 @@ pub fn run_kernel(k: &Kernel, ins: &[Tensor], out_ty: &pjc_ir::TensorType) -> R<
             grid.extend(r.shape.iter().map(|&d| d as usize));
             let g = Tensor::new(grid, result.data.clone());
             let dims: Vec<usize> = (k.shape.len()..k.shape.len() + r.shape.len()).collect();
-            let kind = match r.kind {
-                ReduceKind::Sum => "sum",
-                ReduceKind::Prod => "prod",
-                ReduceKind::Max => "max",
-                ReduceKind::Min => "min",
-                ReduceKind::And => "and",
-                ReduceKind::Or => "or",
-            };
+
             // The interpreter reduces in the element type's rules; feed it the
             // stored dtype so rounding matches (accumulation is f64 there).
             let g = if g.dtype() != out_ty.dtype && out_ty.dtype != DType::Pred {
@@ -222,7 +193,7 @@ pub fn run_kernel(k: &Kernel, ins: &[Tensor], out_ty: &pjc_ir::TensorType) -> R<
             } else {
                 g
             };
-            pjc_tensor::reduce(&g, &dims, kind)?
+            pjc_tensor::reduce(&g, &dims, r.kind)?
         }
     };
     let value = if value.dtype() != out_ty.dtype { pjc_tensor::convert(&value, out_ty.dtype)? } else { value };

@@ -13,7 +13,7 @@
 //! Values of f16/bf16 loads are held as f32 ("compute in f32"); stores round to
 //! the element type once (round to nearest even).
 
-use pjc_ir::{DType, Opcode};
+use pjc_ir::{BinaryOp, DType, UnaryOp};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -40,8 +40,8 @@ pub enum Node {
     /// Element `index` (i64, row-major) of input buffer `input`.
     Load { input: usize, index: NodeId },
     /// An elementwise PIR op on values (spec semantics).
-    Unary { op: Opcode, x: NodeId },
-    Binary { op: Opcode, a: NodeId, b: NodeId },
+    Unary { op: UnaryOp, x: NodeId },
+    Binary { op: BinaryOp, a: NodeId, b: NodeId },
     Compare { dir: CmpDir, a: NodeId, b: NodeId },
     Select { cond: NodeId, a: NodeId, b: NodeId },
     /// `convert` to `to` with the spec's rules (saturating float→int, …); for f16/bf16
@@ -93,16 +93,8 @@ impl CmpDir {
     }
 }
 
-/// How a reduction kernel combines values.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ReduceKind {
-    Sum,
-    Prod,
-    Max,
-    Min,
-    And,
-    Or,
-}
+/// How a reduction kernel combines values: the op table's reduction kinds.
+pub use pjc_ir::ReduceKind;
 
 /// The reduction loop of a kernel.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -115,7 +115,7 @@ impl<'w> MpiCollectives<'w> {
     pub fn run_bytes(&mut self, inst: &InstData, input: &[u8], in_ty: &TensorType, out_ty: &TensorType) -> Result<Vec<u8>, RuntimeError> {
         let axes = axes_of(inst);
         let int = |name: &str| inst.attr(name).and_then(|a| a.as_int()).unwrap_or(0);
-        let kind = inst.attr("kind").and_then(|a| a.as_ident()).unwrap_or("sum").to_string();
+        let kind = inst.attr("kind").and_then(|a| a.as_ident()).and_then(pjc_ir::ReduceKind::from_name).unwrap_or(pjc_ir::ReduceKind::Sum);
         let op = inst.op;
         let g = self.group(&axes)?;
         let (n, pos) = (g.size, g.pos);
@@ -132,7 +132,7 @@ impl<'w> MpiCollectives<'w> {
                 .map(|b| Tensor::new(piece_shape.clone(), pjc_tensor::buf_from_le_bytes(in_ty.dtype, b).expect("whole elements")))
                 .collect();
             let refs: Vec<&Tensor> = parts.iter().collect();
-            let r = pjc_tensor::combine(&kind, &refs).map_err(|e| RuntimeError::Internal(e.to_string()))?;
+            let r = pjc_tensor::combine(kind, &refs).map_err(|e| RuntimeError::Internal(e.to_string()))?;
             Ok(pjc_tensor::buf_to_le_bytes(&r.data))
         };
         match op {

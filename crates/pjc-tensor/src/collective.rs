@@ -10,13 +10,14 @@
 
 use crate::reduce::Kind;
 use crate::tensor::invalid;
+use pjc_dialects::ReduceKind;
 use crate::{Buf, Lanes, Tensor, TensorError};
 
 /// Elementwise `kind` (sum prod max min) of equally shaped tensors of one
 /// dtype, folded left to right starting from the first part.
-pub fn combine(kind: &str, parts: &[&Tensor]) -> Result<Tensor, TensorError> {
+pub fn combine(kind: ReduceKind, parts: &[&Tensor]) -> Result<Tensor, TensorError> {
     const OP: &str = "combine";
-    let k = Kind::parse(OP, kind, &[Kind::Sum, Kind::Prod, Kind::Max, Kind::Min])?;
+    let k = kind.check(OP, &ReduceKind::COLLECTIVE)?;
     let Some(first) = parts.first() else {
         return invalid(format!("{OP}: no tensors to combine"));
     };
@@ -57,16 +58,16 @@ mod tests {
         let a = t(&[2, 2], Buf::F32(vec![1.0, -2.0, f32::NAN, -0.0]));
         let b = t(&[2, 2], Buf::F32(vec![3.0, 5.0, 1.0, 0.0]));
         let c = t(&[2, 2], Buf::F32(vec![-1.0, 0.5, 2.0, -0.0]));
-        let r = combine("sum", &[&a, &b, &c]).unwrap();
+        let r = combine(ReduceKind::Sum, &[&a, &b, &c]).unwrap();
         let Buf::F32(v) = r.data else { panic!() };
         assert_eq!((v[0], v[1], v[3]), (3.0, 3.5, 0.0));
         assert!(v[2].is_nan());
-        assert_eq!(combine("prod", &[&a, &b]).unwrap().data.get(1), crate::Scalar::Float(-10.0));
-        let Buf::F32(v) = combine("max", &[&a, &b, &c]).unwrap().data else { panic!() };
+        assert_eq!(combine(ReduceKind::Prod, &[&a, &b]).unwrap().data.get(1), crate::Scalar::Float(-10.0));
+        let Buf::F32(v) = combine(ReduceKind::Max, &[&a, &b, &c]).unwrap().data else { panic!() };
         assert_eq!((v[0], v[1]), (3.0, 5.0));
         assert!(v[2].is_nan());
         assert!(v[3] == 0.0 && v[3].is_sign_positive());
-        let Buf::F32(v) = combine("min", &[&a, &b, &c]).unwrap().data else { panic!() };
+        let Buf::F32(v) = combine(ReduceKind::Min, &[&a, &b, &c]).unwrap().data else { panic!() };
         assert_eq!((v[0], v[1]), (-1.0, -2.0));
         assert!(v[2].is_nan());
         assert!(v[3] == 0.0 && v[3].is_sign_negative());
@@ -77,19 +78,19 @@ mod tests {
         let e = 1.0 / 256.0;
         let a = t(&[1], Buf::from_f64(DType::BF16, &[1.0]));
         let b = t(&[1], Buf::from_f64(DType::BF16, &[e]));
-        let r = combine("sum", &[&a, &b, &b]).unwrap();
+        let r = combine(ReduceKind::Sum, &[&a, &b, &b]).unwrap();
         assert_eq!(r.data, Buf::from_f64(DType::BF16, &[1.0 + 2.0 * e]));
         let a = t(&[2], Buf::U8(vec![200, 3]));
         let b = t(&[2], Buf::U8(vec![100, 200]));
-        assert_eq!(combine("sum", &[&a, &b]).unwrap().data, Buf::U8(vec![44, 203]));
-        assert_eq!(combine("prod", &[&a, &b]).unwrap().data, Buf::U8(vec![(20000u32 % 256) as u8, (600u32 % 256) as u8]));
-        assert_eq!(combine("max", &[&a, &b]).unwrap().data, Buf::U8(vec![200, 200]));
+        assert_eq!(combine(ReduceKind::Sum, &[&a, &b]).unwrap().data, Buf::U8(vec![44, 203]));
+        assert_eq!(combine(ReduceKind::Prod, &[&a, &b]).unwrap().data, Buf::U8(vec![(20000u32 % 256) as u8, (600u32 % 256) as u8]));
+        assert_eq!(combine(ReduceKind::Max, &[&a, &b]).unwrap().data, Buf::U8(vec![200, 200]));
         let p = t(&[2], Buf::Pred(vec![true, false]));
         let q = t(&[2], Buf::Pred(vec![true, true]));
-        assert_eq!(combine("sum", &[&p, &q]).unwrap().data, Buf::Pred(vec![true, true]));
-        assert_eq!(combine("min", &[&p, &q]).unwrap().data, Buf::Pred(vec![true, false]));
+        assert_eq!(combine(ReduceKind::Sum, &[&p, &q]).unwrap().data, Buf::Pred(vec![true, true]));
+        assert_eq!(combine(ReduceKind::Min, &[&p, &q]).unwrap().data, Buf::Pred(vec![true, false]));
         // One part: itself.
-        assert_eq!(combine("sum", &[&a]).unwrap(), a);
+        assert_eq!(combine(ReduceKind::Sum, &[&a]).unwrap(), a);
     }
 
     #[test]
@@ -97,9 +98,9 @@ mod tests {
         let a = t(&[2], Buf::F32(vec![0.0; 2]));
         let b = t(&[3], Buf::F32(vec![0.0; 3]));
         let c = t(&[2], Buf::F64(vec![0.0; 2]));
-        assert!(combine("sum", &[]).is_err());
-        assert!(combine("sum", &[&a, &b]).is_err());
-        assert!(combine("sum", &[&a, &c]).is_err());
-        assert!(combine("and", &[&a, &a]).is_err());
+        assert!(combine(ReduceKind::Sum, &[]).is_err());
+        assert!(combine(ReduceKind::Sum, &[&a, &b]).is_err());
+        assert!(combine(ReduceKind::Sum, &[&a, &c]).is_err());
+        assert!(combine(ReduceKind::And, &[&a, &a]).is_err());
     }
 }

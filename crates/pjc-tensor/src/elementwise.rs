@@ -11,7 +11,7 @@
 //! always outside the per-element loop.
 
 use half::{bf16, f16};
-use pjc_dialects::{DType, Opcode};
+use pjc_dialects::{BinaryOp, DType, UnaryOp};
 
 use crate::io::{buf_from_le_bytes, buf_to_le_bytes};
 use crate::structural::{broadcast, concat_bufs};
@@ -100,51 +100,48 @@ fn ipow(base: i128, exp: i128) -> i128 {
 }
 
 /// Elementwise op with one operand (spec section 7, "unary elementwise").
-pub fn unary(op: Opcode, a: &Tensor) -> Result<Tensor, TensorError> {
+pub fn unary(op: UnaryOp, a: &Tensor) -> Result<Tensor, TensorError> {
+    use UnaryOp::*;
+    type F = Option<fn(f64) -> f64>;
+    type I = Option<fn(i128) -> i128>;
+    type P = Option<fn(bool) -> bool>;
     let d = a.dtype();
-    let bad = || invalid(format!("{op} is not defined on {d}"));
-    let data = match a.data.lanes() {
-        Lanes::F(v) => {
-            if op == Opcode::IsFinite {
-                return Ok(Tensor::new(a.shape.clone(), Buf::Pred(v.iter().map(|x| x.is_finite()).collect())));
+    let undefined = || TensorError::Invalid(format!("{op} is not defined on {d}"));
+    // Each op's arithmetic per lane class; `None` where the op is not defined.
+    let (f, i, p): (F, I, P) = match op {
+        Neg => (Some(|x| -x), Some(|x| -x), None),
+        Abs => (Some(f64::abs), Some(i128::abs), None),
+        Exp => (Some(f64::exp), None, None),
+        Log => (Some(f64::ln), None, None),
+        Log1p => (Some(f64::ln_1p), None, None),
+        Expm1 => (Some(f64::exp_m1), None, None),
+        Sqrt => (Some(f64::sqrt), None, None),
+        Rsqrt => (Some(|x| 1.0 / x.sqrt()), None, None),
+        Tanh => (Some(f64::tanh), None, None),
+        Logistic => (Some(|x| 1.0 / (1.0 + (-x).exp())), None, None),
+        Erf => (Some(libm::erf), None, None),
+        Sin => (Some(f64::sin), None, None),
+        Cos => (Some(f64::cos), None, None),
+        Floor => (Some(f64::floor), None, None),
+        Ceil => (Some(f64::ceil), None, None),
+        Round => (Some(f64::round), None, None),
+        RoundEven => (Some(f64::round_ties_even), None, None),
+        Sign => (Some(fsign), Some(i128::signum), None),
+        Not => (None, Some(|x| !x), Some(|x| !x)),
+        IsFinite => {
+            return match a.data.lanes() {
+                Lanes::F(v) => Ok(Tensor::new(a.shape.clone(), Buf::Pred(v.iter().map(|x| x.is_finite()).collect()))),
+                _ => Err(undefined()),
             }
-            let f: fn(f64) -> f64 = match op {
-                Opcode::Neg => |x| -x,
-                Opcode::Abs => f64::abs,
-                Opcode::Exp => f64::exp,
-                Opcode::Log => f64::ln,
-                Opcode::Log1p => f64::ln_1p,
-                Opcode::Expm1 => f64::exp_m1,
-                Opcode::Sqrt => f64::sqrt,
-                Opcode::Rsqrt => |x| 1.0 / x.sqrt(),
-                Opcode::Tanh => f64::tanh,
-                Opcode::Logistic => |x| 1.0 / (1.0 + (-x).exp()),
-                Opcode::Erf => libm::erf,
-                Opcode::Sin => f64::sin,
-                Opcode::Cos => f64::cos,
-                Opcode::Floor => f64::floor,
-                Opcode::Ceil => f64::ceil,
-                Opcode::Round => f64::round,
-                Opcode::RoundEven => f64::round_ties_even,
-                Opcode::Sign => fsign,
-                _ => return bad(),
-            };
-            Buf::from_f64(d, &map_f(&v, f))
         }
-        Lanes::I(v) => {
-            let f: fn(i128) -> i128 = match op {
-                Opcode::Neg => |x| -x,
-                Opcode::Abs => i128::abs,
-                Opcode::Sign => i128::signum,
-                Opcode::Not => |x| !x,
-                _ => return bad(),
-            };
-            Buf::from_i128(d, &map_i(&v, f))
+    };
+    let data = match a.data.lanes() {
+        Lanes::F(v) => Buf::from_f64(d, &map_f(&v, f.ok_or_else(undefined)?)),
+        Lanes::I(v) => Buf::from_i128(d, &map_i(&v, i.ok_or_else(undefined)?)),
+        Lanes::P(v) => {
+            let p = p.ok_or_else(undefined)?;
+            Buf::Pred(v.iter().map(|&x| p(x)).collect())
         }
-        Lanes::P(v) => match op {
-            Opcode::Not => Buf::Pred(v.iter().map(|&x| !x).collect()),
-            _ => return bad(),
-        },
     };
     Ok(Tensor::new(a.shape.clone(), data))
 }
@@ -158,71 +155,59 @@ fn check_same(what: &str, a: &Tensor, b: &Tensor) -> Result<(), TensorError> {
 
 /// Elementwise op with two operands of one type (spec section 7, "binary
 /// elementwise"; exact integer, NaN and pred rules in section 11).
-pub fn binary(op: Opcode, a: &Tensor, b: &Tensor) -> Result<Tensor, TensorError> {
+pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor, TensorError> {
+    use BinaryOp::*;
+    type F = Option<fn(f64, f64) -> f64>;
+    /// Integer lanes, with the element width in bits.
+    type I = Option<fn(i128, i128, i128) -> i128>;
+    type P = Option<fn(bool, bool) -> bool>;
     check_same(op.name(), a, b)?;
     let d = a.dtype();
-    let bad = || invalid(format!("{op} is not defined on {d}"));
-    let data = match (a.data.lanes(), b.data.lanes()) {
-        (Lanes::F(x), Lanes::F(y)) => {
-            let f: fn(f64, f64) -> f64 = match op {
-                Opcode::Add => |x, y| x + y,
-                Opcode::Sub => |x, y| x - y,
-                Opcode::Mul => |x, y| x * y,
-                Opcode::Div => |x, y| x / y,
-                // Rust's float `%` is C fmod: the result has the dividend's sign.
-                Opcode::Rem => |x, y| x % y,
-                Opcode::Max => fmax,
-                Opcode::Min => fmin,
-                Opcode::Pow => f64::powf,
-                Opcode::Atan2 => f64::atan2,
-                _ => return bad(),
-            };
-            Buf::from_f64(d, &zip(&x, &y, f))
-        }
-        (Lanes::I(x), Lanes::I(y)) => {
-            let bits = d.bits() as i128;
-            let r = match op {
-                Opcode::Add => zip(&x, &y, i128::wrapping_add),
-                Opcode::Sub => zip(&x, &y, i128::wrapping_sub),
-                Opcode::Mul => zip(&x, &y, i128::wrapping_mul),
-                // In i128 nothing overflows: INT_MIN / -1 gives 2^(w-1), which
-                // wraps back to INT_MIN; INT_MIN % -1 is 0.
-                Opcode::Div => zip(&x, &y, |x, y| if y == 0 { -1 } else { x / y }),
-                Opcode::Rem => zip(&x, &y, |x, y| if y == 0 { x } else { x % y }),
-                Opcode::Max => zip(&x, &y, i128::max),
-                Opcode::Min => zip(&x, &y, i128::min),
-                Opcode::Pow => zip(&x, &y, ipow),
-                Opcode::And => zip(&x, &y, |x, y| x & y),
-                Opcode::Or => zip(&x, &y, |x, y| x | y),
-                Opcode::Xor => zip(&x, &y, |x, y| x ^ y),
-                Opcode::Shl => zip(&x, &y, |x, y| if y < 0 || y >= bits { 0 } else { x << y }),
-                // Lanes of signed dtypes are sign-extended and those of unsigned
-                // dtypes are non-negative, so `>>` on i128 is arithmetic for the
-                // former and logical for the latter.
-                Opcode::Shr => zip(&x, &y, |x, y| {
-                    if y < 0 || y >= bits {
-                        if x < 0 {
-                            -1
-                        } else {
-                            0
-                        }
+    let undefined = || TensorError::Invalid(format!("{op} is not defined on {d}"));
+    // Each op's arithmetic per lane class; `None` where the op is not defined.
+    let (f, i, p): (F, I, P) = match op {
+        Add => (Some(|x, y| x + y), Some(|x, y, _| x.wrapping_add(y)), Some(|x, y| x | y)),
+        Sub => (Some(|x, y| x - y), Some(|x, y, _| x.wrapping_sub(y)), None),
+        Mul => (Some(|x, y| x * y), Some(|x, y, _| x.wrapping_mul(y)), Some(|x, y| x & y)),
+        // In i128 nothing overflows: INT_MIN / -1 gives 2^(w-1), which
+        // wraps back to INT_MIN; INT_MIN % -1 is 0.
+        Div => (Some(|x, y| x / y), Some(|x, y, _| if y == 0 { -1 } else { x / y }), None),
+        // Rust's float `%` is C fmod: the result has the dividend's sign.
+        Rem => (Some(|x, y| x % y), Some(|x, y, _| if y == 0 { x } else { x % y }), None),
+        Max => (Some(fmax), Some(|x, y, _| x.max(y)), Some(|x, y| x | y)),
+        Min => (Some(fmin), Some(|x, y, _| x.min(y)), Some(|x, y| x & y)),
+        Pow => (Some(f64::powf), Some(|x, y, _| ipow(x, y)), None),
+        Atan2 => (Some(f64::atan2), None, None),
+        And => (None, Some(|x, y, _| x & y), Some(|x, y| x & y)),
+        Or => (None, Some(|x, y, _| x | y), Some(|x, y| x | y)),
+        Xor => (None, Some(|x, y, _| x ^ y), Some(|x, y| x ^ y)),
+        Shl => (None, Some(|x, y, bits| if y < 0 || y >= bits { 0 } else { x << y }), None),
+        // Lanes of signed dtypes are sign-extended and those of unsigned
+        // dtypes are non-negative, so `>>` on i128 is arithmetic for the
+        // former and logical for the latter.
+        Shr => (
+            None,
+            Some(|x, y, bits| {
+                if y < 0 || y >= bits {
+                    if x < 0 {
+                        -1
                     } else {
-                        x >> y
+                        0
                     }
-                }),
-                _ => return bad(),
-            };
-            Buf::from_i128(d, &r)
+                } else {
+                    x >> y
+                }
+            }),
+            None,
+        ),
+    };
+    let data = match (a.data.lanes(), b.data.lanes()) {
+        (Lanes::F(x), Lanes::F(y)) => Buf::from_f64(d, &zip(&x, &y, f.ok_or_else(undefined)?)),
+        (Lanes::I(x), Lanes::I(y)) => {
+            let (i, bits) = (i.ok_or_else(undefined)?, d.bits() as i128);
+            Buf::from_i128(d, &zip(&x, &y, |x, y| i(x, y, bits)))
         }
-        (Lanes::P(x), Lanes::P(y)) => {
-            let f: fn(bool, bool) -> bool = match op {
-                Opcode::And | Opcode::Mul | Opcode::Min => |x, y| x & y,
-                Opcode::Or | Opcode::Add | Opcode::Max => |x, y| x | y,
-                Opcode::Xor => |x, y| x ^ y,
-                _ => return bad(),
-            };
-            Buf::Pred(zip(&x, &y, f))
-        }
+        (Lanes::P(x), Lanes::P(y)) => Buf::Pred(zip(&x, &y, p.ok_or_else(undefined)?)),
         _ => unreachable!("operands of one dtype widen to one lane class"),
     };
     Ok(Tensor::new(a.shape.clone(), data))
@@ -285,7 +270,7 @@ pub fn clamp(lo: &Tensor, x: &Tensor, hi: &Tensor) -> Result<Tensor, TensorError
         }
     };
     let (lo, hi) = (expand(lo, "lo")?, expand(hi, "hi")?);
-    binary(Opcode::Min, &binary(Opcode::Max, x, &lo)?, &hi)
+    binary(BinaryOp::Min, &binary(BinaryOp::Max, x, &lo)?, &hi)
 }
 
 use pjc_dialects::dtype::f64_to_f32_odd;
@@ -437,7 +422,7 @@ mod tests {
     fn bits64(v: &[f64]) -> Vec<u64> {
         v.iter().map(|x| x.to_bits()).collect()
     }
-    fn bin_i(op: Opcode, d: DType, a: &[i128], b: &[i128]) -> Vec<i128> {
+    fn bin_i(op: BinaryOp, d: DType, a: &[i128], b: &[i128]) -> Vec<i128> {
         lanes_i(&binary(op, &ints(d, a), &ints(d, b)).unwrap())
     }
 
@@ -445,72 +430,72 @@ mod tests {
     fn unary_float_ops() {
         let t = f64t(&[-2.5, -0.5, 0.5, 1.5, 2.5]);
         let u = |op| lanes_f(&unary(op, &t).unwrap());
-        assert_eq!(u(Opcode::Neg), [2.5, 0.5, -0.5, -1.5, -2.5]);
-        assert_eq!(u(Opcode::Abs), [2.5, 0.5, 0.5, 1.5, 2.5]);
-        assert_eq!(u(Opcode::Floor), [-3.0, -1.0, 0.0, 1.0, 2.0]);
-        assert_eq!(u(Opcode::Ceil), [-2.0, -0.0, 1.0, 2.0, 3.0]);
-        assert_eq!(u(Opcode::Round), [-3.0, -1.0, 1.0, 2.0, 3.0]);
-        assert_eq!(u(Opcode::RoundEven), [-2.0, -0.0, 0.0, 2.0, 2.0]);
-        assert_eq!(u(Opcode::Sign), [-1.0, -1.0, 1.0, 1.0, 1.0]);
+        assert_eq!(u(UnaryOp::Neg), [2.5, 0.5, -0.5, -1.5, -2.5]);
+        assert_eq!(u(UnaryOp::Abs), [2.5, 0.5, 0.5, 1.5, 2.5]);
+        assert_eq!(u(UnaryOp::Floor), [-3.0, -1.0, 0.0, 1.0, 2.0]);
+        assert_eq!(u(UnaryOp::Ceil), [-2.0, -0.0, 1.0, 2.0, 3.0]);
+        assert_eq!(u(UnaryOp::Round), [-3.0, -1.0, 1.0, 2.0, 3.0]);
+        assert_eq!(u(UnaryOp::RoundEven), [-2.0, -0.0, 0.0, 2.0, 2.0]);
+        assert_eq!(u(UnaryOp::Sign), [-1.0, -1.0, 1.0, 1.0, 1.0]);
         let t = f64t(&[0.0, 1.0, 4.0]);
         let u = |op| lanes_f(&unary(op, &t).unwrap());
-        assert_eq!(u(Opcode::Sqrt), [0.0, 1.0, 2.0]);
-        assert_eq!(u(Opcode::Rsqrt), [f64::INFINITY, 1.0, 0.5]);
-        assert_eq!(u(Opcode::Exp)[1], std::f64::consts::E);
-        assert_eq!(u(Opcode::Log), [f64::NEG_INFINITY, 0.0, 4f64.ln()]);
-        assert_eq!(u(Opcode::Logistic)[0], 0.5);
-        assert_eq!(u(Opcode::Tanh)[0], 0.0);
-        assert_eq!(u(Opcode::Sin)[0], 0.0);
-        assert_eq!(u(Opcode::Cos)[0], 1.0);
-        assert_eq!(u(Opcode::Log1p)[1], 2f64.ln());
-        assert_eq!(u(Opcode::Expm1)[0], 0.0);
-        assert!((u(Opcode::Erf)[1] - 0.842_700_792_949_714_9).abs() < 1e-15);
+        assert_eq!(u(UnaryOp::Sqrt), [0.0, 1.0, 2.0]);
+        assert_eq!(u(UnaryOp::Rsqrt), [f64::INFINITY, 1.0, 0.5]);
+        assert_eq!(u(UnaryOp::Exp)[1], std::f64::consts::E);
+        assert_eq!(u(UnaryOp::Log), [f64::NEG_INFINITY, 0.0, 4f64.ln()]);
+        assert_eq!(u(UnaryOp::Logistic)[0], 0.5);
+        assert_eq!(u(UnaryOp::Tanh)[0], 0.0);
+        assert_eq!(u(UnaryOp::Sin)[0], 0.0);
+        assert_eq!(u(UnaryOp::Cos)[0], 1.0);
+        assert_eq!(u(UnaryOp::Log1p)[1], 2f64.ln());
+        assert_eq!(u(UnaryOp::Expm1)[0], 0.0);
+        assert!((u(UnaryOp::Erf)[1] - 0.842_700_792_949_714_9).abs() < 1e-15);
         // f32 results are rounded once from f64.
-        let e = unary(Opcode::Exp, &f32t(&[1.0])).unwrap();
+        let e = unary(UnaryOp::Exp, &f32t(&[1.0])).unwrap();
         assert_eq!(e.data, Buf::F32(vec![std::f64::consts::E as f32]));
     }
 
     #[test]
     fn sign_keeps_negative_zero_and_nan() {
-        let r = lanes_f(&unary(Opcode::Sign, &f64t(&[-0.0, 0.0, f64::NAN, -7.0, f64::INFINITY])).unwrap());
+        let r = lanes_f(&unary(UnaryOp::Sign, &f64t(&[-0.0, 0.0, f64::NAN, -7.0, f64::INFINITY])).unwrap());
         assert_eq!(r[0].to_bits(), (-0.0f64).to_bits());
         assert_eq!(r[1].to_bits(), 0.0f64.to_bits());
         assert!(r[2].is_nan());
         assert_eq!(&r[3..], [-1.0, 1.0]);
-        assert_eq!(lanes_i(&unary(Opcode::Sign, &ints(DType::I8, &[-128, 0, 5])).unwrap()), [-1, 0, 1]);
-        assert_eq!(lanes_i(&unary(Opcode::Sign, &ints(DType::U8, &[0, 255])).unwrap()), [0, 1]);
+        assert_eq!(lanes_i(&unary(UnaryOp::Sign, &ints(DType::I8, &[-128, 0, 5])).unwrap()), [-1, 0, 1]);
+        assert_eq!(lanes_i(&unary(UnaryOp::Sign, &ints(DType::U8, &[0, 255])).unwrap()), [0, 1]);
     }
 
     #[test]
     fn unary_integer_and_pred_ops() {
-        assert_eq!(lanes_i(&unary(Opcode::Neg, &ints(DType::I8, &[-128, 127, 0])).unwrap()), [-128, -127, 0]);
-        assert_eq!(lanes_i(&unary(Opcode::Neg, &ints(DType::U8, &[1, 0])).unwrap()), [255, 0]);
-        assert_eq!(lanes_i(&unary(Opcode::Abs, &ints(DType::I16, &[-32768, -3])).unwrap()), [-32768, 3]);
-        assert_eq!(lanes_i(&unary(Opcode::Abs, &ints(DType::U16, &[65535])).unwrap()), [65535]);
-        assert_eq!(lanes_i(&unary(Opcode::Not, &ints(DType::U8, &[0, 0x0f])).unwrap()), [255, 0xf0]);
-        assert_eq!(lanes_i(&unary(Opcode::Not, &ints(DType::I32, &[0, -1])).unwrap()), [-1, 0]);
-        assert_eq!(unary(Opcode::Not, &preds(&[true, false])).unwrap().data, Buf::Pred(vec![false, true]));
-        let fin = unary(Opcode::IsFinite, &hf(&[1.0, f32::INFINITY, f32::NAN, -65504.0])).unwrap();
+        assert_eq!(lanes_i(&unary(UnaryOp::Neg, &ints(DType::I8, &[-128, 127, 0])).unwrap()), [-128, -127, 0]);
+        assert_eq!(lanes_i(&unary(UnaryOp::Neg, &ints(DType::U8, &[1, 0])).unwrap()), [255, 0]);
+        assert_eq!(lanes_i(&unary(UnaryOp::Abs, &ints(DType::I16, &[-32768, -3])).unwrap()), [-32768, 3]);
+        assert_eq!(lanes_i(&unary(UnaryOp::Abs, &ints(DType::U16, &[65535])).unwrap()), [65535]);
+        assert_eq!(lanes_i(&unary(UnaryOp::Not, &ints(DType::U8, &[0, 0x0f])).unwrap()), [255, 0xf0]);
+        assert_eq!(lanes_i(&unary(UnaryOp::Not, &ints(DType::I32, &[0, -1])).unwrap()), [-1, 0]);
+        assert_eq!(unary(UnaryOp::Not, &preds(&[true, false])).unwrap().data, Buf::Pred(vec![false, true]));
+        let fin = unary(UnaryOp::IsFinite, &hf(&[1.0, f32::INFINITY, f32::NAN, -65504.0])).unwrap();
         assert_eq!(fin.data, Buf::Pred(vec![true, false, false, true]));
-        assert!(unary(Opcode::Exp, &ints(DType::I32, &[1])).is_err());
-        assert!(unary(Opcode::Neg, &preds(&[true])).is_err());
-        assert!(unary(Opcode::Not, &f32t(&[1.0])).is_err());
+        assert!(unary(UnaryOp::Exp, &ints(DType::I32, &[1])).is_err());
+        assert!(unary(UnaryOp::Neg, &preds(&[true])).is_err());
+        assert!(unary(UnaryOp::Not, &f32t(&[1.0])).is_err());
     }
 
     #[test]
     fn bf16_and_f16_round_once_to_even() {
         // 1 + 2^-8 is halfway between bf16 1.0 and 1.0078125: ties to even → 1.0.
-        let r = binary(Opcode::Add, &bf(&[1.0, 1.0]), &bf(&[0.00390625, 0.01171875])).unwrap();
+        let r = binary(BinaryOp::Add, &bf(&[1.0, 1.0]), &bf(&[0.00390625, 0.01171875])).unwrap();
         // 1 + 3*2^-8 is halfway between 1+2^-7 (odd) and 1+2^-6 (even) → 1.015625.
         assert_eq!(r.data, Buf::BF16(vec![bf16::from_f32(1.0), bf16::from_f32(1.015625)]));
         // f16: 2048 + 1 is halfway between 2048 and 2050 → 2048; 2050 + 1 → 2052.
-        let r = binary(Opcode::Add, &hf(&[2048.0, 2050.0]), &hf(&[1.0, 1.0])).unwrap();
+        let r = binary(BinaryOp::Add, &hf(&[2048.0, 2050.0]), &hf(&[1.0, 1.0])).unwrap();
         assert_eq!(r.data, Buf::F16(vec![f16::from_f32(2048.0), f16::from_f32(2052.0)]));
         // f16 overflow to inf.
-        let r = binary(Opcode::Mul, &hf(&[65504.0]), &hf(&[2.0])).unwrap();
+        let r = binary(BinaryOp::Mul, &hf(&[65504.0]), &hf(&[2.0])).unwrap();
         assert_eq!(r.data, Buf::F16(vec![f16::INFINITY]));
         // bf16 unary: sqrt(2) rounds to 1.4140625.
-        let r = unary(Opcode::Sqrt, &bf(&[2.0])).unwrap();
+        let r = unary(UnaryOp::Sqrt, &bf(&[2.0])).unwrap();
         assert_eq!(r.data, Buf::BF16(vec![bf16::from_f32(1.4140625)]));
     }
 
@@ -519,19 +504,19 @@ mod tests {
         let a = f64t(&[7.5, -7.5, 1.0, 2.0]);
         let b = f64t(&[2.0, 2.0, 0.0, 10.0]);
         let bin = |op| lanes_f(&binary(op, &a, &b).unwrap());
-        assert_eq!(bin(Opcode::Add), [9.5, -5.5, 1.0, 12.0]);
-        assert_eq!(bin(Opcode::Sub), [5.5, -9.5, 1.0, -8.0]);
-        assert_eq!(bin(Opcode::Mul), [15.0, -15.0, 0.0, 20.0]);
-        assert_eq!(bin(Opcode::Div), [3.75, -3.75, f64::INFINITY, 0.2]);
-        let rem = bin(Opcode::Rem);
+        assert_eq!(bin(BinaryOp::Add), [9.5, -5.5, 1.0, 12.0]);
+        assert_eq!(bin(BinaryOp::Sub), [5.5, -9.5, 1.0, -8.0]);
+        assert_eq!(bin(BinaryOp::Mul), [15.0, -15.0, 0.0, 20.0]);
+        assert_eq!(bin(BinaryOp::Div), [3.75, -3.75, f64::INFINITY, 0.2]);
+        let rem = bin(BinaryOp::Rem);
         assert_eq!(&rem[..2], [1.5, -1.5]);
         assert!(rem[2].is_nan());
         assert_eq!(rem[3], 2.0);
-        assert_eq!(bin(Opcode::Pow), [56.25, 56.25, 1.0, 1024.0]);
-        let at = lanes_f(&binary(Opcode::Atan2, &f64t(&[1.0, 0.0]), &f64t(&[1.0, -1.0])).unwrap());
+        assert_eq!(bin(BinaryOp::Pow), [56.25, 56.25, 1.0, 1024.0]);
+        let at = lanes_f(&binary(BinaryOp::Atan2, &f64t(&[1.0, 0.0]), &f64t(&[1.0, -1.0])).unwrap());
         assert_eq!(at, [std::f64::consts::FRAC_PI_4, std::f64::consts::PI]);
-        assert!(binary(Opcode::And, &a, &b).is_err());
-        assert!(binary(Opcode::Add, &a, &f32t(&[1.0, 2.0, 3.0, 4.0])).is_err());
+        assert!(binary(BinaryOp::And, &a, &b).is_err());
+        assert!(binary(BinaryOp::Add, &a, &f32t(&[1.0, 2.0, 3.0, 4.0])).is_err());
     }
 
     #[test]
@@ -539,13 +524,13 @@ mod tests {
         let nan = f64::NAN;
         let a = f64t(&[nan, 1.0, -0.0, 0.0, -0.0, 3.0]);
         let b = f64t(&[1.0, nan, 0.0, -0.0, -0.0, -4.0]);
-        let mx = lanes_f(&binary(Opcode::Max, &a, &b).unwrap());
-        let mn = lanes_f(&binary(Opcode::Min, &a, &b).unwrap());
+        let mx = lanes_f(&binary(BinaryOp::Max, &a, &b).unwrap());
+        let mn = lanes_f(&binary(BinaryOp::Min, &a, &b).unwrap());
         assert!(mx[0].is_nan() && mx[1].is_nan() && mn[0].is_nan() && mn[1].is_nan());
         assert_eq!(bits64(&mx[2..]), bits64(&[0.0, 0.0, -0.0, 3.0]));
         assert_eq!(bits64(&mn[2..]), bits64(&[-0.0, -0.0, -0.0, -4.0]));
         // Same on f32.
-        let r = binary(Opcode::Max, &f32t(&[-0.0]), &f32t(&[0.0])).unwrap();
+        let r = binary(BinaryOp::Max, &f32t(&[-0.0]), &f32t(&[0.0])).unwrap();
         assert_eq!(r.data, Buf::F32(vec![0.0]));
         assert!(matches!(r.data, Buf::F32(ref v) if v[0].is_sign_positive()));
     }
@@ -554,66 +539,66 @@ mod tests {
     fn integer_division_edge_cases() {
         let d = DType::I32;
         let min = -(1i128 << 31);
-        assert_eq!(bin_i(Opcode::Div, d, &[7, -7, 7, -7, 5, min], &[2, 2, -2, -2, 0, -1]), [3, -3, -3, 3, -1, min]);
-        assert_eq!(bin_i(Opcode::Rem, d, &[7, -7, 7, -7, 5, min], &[2, 2, -2, -2, 0, -1]), [1, -1, 1, -1, 5, 0]);
+        assert_eq!(bin_i(BinaryOp::Div, d, &[7, -7, 7, -7, 5, min], &[2, 2, -2, -2, 0, -1]), [3, -3, -3, 3, -1, min]);
+        assert_eq!(bin_i(BinaryOp::Rem, d, &[7, -7, 7, -7, 5, min], &[2, 2, -2, -2, 0, -1]), [1, -1, 1, -1, 5, 0]);
         // i8 and i64 extremes.
-        assert_eq!(bin_i(Opcode::Div, DType::I8, &[-128, -128], &[-1, 0]), [-128, -1]);
+        assert_eq!(bin_i(BinaryOp::Div, DType::I8, &[-128, -128], &[-1, 0]), [-128, -1]);
         let m64 = i64::MIN as i128;
-        assert_eq!(bin_i(Opcode::Div, DType::I64, &[m64], &[-1]), [m64]);
-        assert_eq!(bin_i(Opcode::Rem, DType::I64, &[m64], &[-1]), [0]);
+        assert_eq!(bin_i(BinaryOp::Div, DType::I64, &[m64], &[-1]), [m64]);
+        assert_eq!(bin_i(BinaryOp::Rem, DType::I64, &[m64], &[-1]), [0]);
         // Unsigned: x/0 is all bits set, x rem 0 is x.
-        assert_eq!(bin_i(Opcode::Div, DType::U8, &[200, 7], &[0, 2]), [255, 3]);
-        assert_eq!(bin_i(Opcode::Div, DType::U64, &[5], &[0]), [u64::MAX as i128]);
-        assert_eq!(bin_i(Opcode::Rem, DType::U16, &[200, 7], &[0, 3]), [200, 1]);
-        assert_eq!(bin_i(Opcode::Div, DType::U32, &[u32::MAX as i128], &[2]), [(u32::MAX / 2) as i128]);
+        assert_eq!(bin_i(BinaryOp::Div, DType::U8, &[200, 7], &[0, 2]), [255, 3]);
+        assert_eq!(bin_i(BinaryOp::Div, DType::U64, &[5], &[0]), [u64::MAX as i128]);
+        assert_eq!(bin_i(BinaryOp::Rem, DType::U16, &[200, 7], &[0, 3]), [200, 1]);
+        assert_eq!(bin_i(BinaryOp::Div, DType::U32, &[u32::MAX as i128], &[2]), [(u32::MAX / 2) as i128]);
     }
 
     #[test]
     fn integer_overflow_wraps() {
-        assert_eq!(bin_i(Opcode::Add, DType::I8, &[127, -128], &[1, -1]), [-128, 127]);
-        assert_eq!(bin_i(Opcode::Sub, DType::U8, &[0], &[1]), [255]);
-        assert_eq!(bin_i(Opcode::Mul, DType::I16, &[300], &[300]), [90000 - 65536]);
+        assert_eq!(bin_i(BinaryOp::Add, DType::I8, &[127, -128], &[1, -1]), [-128, 127]);
+        assert_eq!(bin_i(BinaryOp::Sub, DType::U8, &[0], &[1]), [255]);
+        assert_eq!(bin_i(BinaryOp::Mul, DType::I16, &[300], &[300]), [90000 - 65536]);
         let m = u64::MAX as i128;
-        assert_eq!(bin_i(Opcode::Mul, DType::U64, &[m], &[m]), [1]);
-        assert_eq!(bin_i(Opcode::Max, DType::U8, &[3, 250], &[200, 1]), [200, 250]);
-        assert_eq!(bin_i(Opcode::Min, DType::I8, &[3, -100], &[-5, 1]), [-5, -100]);
-        assert_eq!(bin_i(Opcode::And, DType::U8, &[0b1100], &[0b1010]), [0b1000]);
-        assert_eq!(bin_i(Opcode::Or, DType::I8, &[0b1100], &[-128]), [-128 + 0b1100]);
-        assert_eq!(bin_i(Opcode::Xor, DType::I16, &[-1], &[0x00ff]), [-256]);
+        assert_eq!(bin_i(BinaryOp::Mul, DType::U64, &[m], &[m]), [1]);
+        assert_eq!(bin_i(BinaryOp::Max, DType::U8, &[3, 250], &[200, 1]), [200, 250]);
+        assert_eq!(bin_i(BinaryOp::Min, DType::I8, &[3, -100], &[-5, 1]), [-5, -100]);
+        assert_eq!(bin_i(BinaryOp::And, DType::U8, &[0b1100], &[0b1010]), [0b1000]);
+        assert_eq!(bin_i(BinaryOp::Or, DType::I8, &[0b1100], &[-128]), [-128 + 0b1100]);
+        assert_eq!(bin_i(BinaryOp::Xor, DType::I16, &[-1], &[0x00ff]), [-256]);
     }
 
     #[test]
     fn shifts() {
         let d = DType::I8;
-        assert_eq!(bin_i(Opcode::Shl, d, &[1, 1, 1, 1, 3], &[7, 8, 100, -1, 1]), [-128, 0, 0, 0, 6]);
-        assert_eq!(bin_i(Opcode::Shr, d, &[-128, -128, -1, 64, 64, -5], &[7, 8, -3, 8, 6, 1]), [-1, -1, -1, 0, 1, -3]);
+        assert_eq!(bin_i(BinaryOp::Shl, d, &[1, 1, 1, 1, 3], &[7, 8, 100, -1, 1]), [-128, 0, 0, 0, 6]);
+        assert_eq!(bin_i(BinaryOp::Shr, d, &[-128, -128, -1, 64, 64, -5], &[7, 8, -3, 8, 6, 1]), [-1, -1, -1, 0, 1, -3]);
         // Logical for unsigned.
-        assert_eq!(bin_i(Opcode::Shr, DType::U8, &[0x80, 0x80, 0xff], &[7, 8, 4]), [1, 0, 0x0f]);
-        assert_eq!(bin_i(Opcode::Shl, DType::U32, &[0xffff_ffff, 1], &[4, 32]), [0xffff_fff0, 0]);
+        assert_eq!(bin_i(BinaryOp::Shr, DType::U8, &[0x80, 0x80, 0xff], &[7, 8, 4]), [1, 0, 0x0f]);
+        assert_eq!(bin_i(BinaryOp::Shl, DType::U32, &[0xffff_ffff, 1], &[4, 32]), [0xffff_fff0, 0]);
         let m = u64::MAX as i128;
-        assert_eq!(bin_i(Opcode::Shl, DType::U64, &[m, 1], &[63, m]), [1 << 63, 0]);
-        assert_eq!(bin_i(Opcode::Shr, DType::U64, &[m], &[63]), [1]);
-        assert_eq!(bin_i(Opcode::Shr, DType::I64, &[i64::MIN as i128], &[63]), [-1]);
-        assert_eq!(bin_i(Opcode::Shl, DType::I64, &[1], &[64]), [0]);
+        assert_eq!(bin_i(BinaryOp::Shl, DType::U64, &[m, 1], &[63, m]), [1 << 63, 0]);
+        assert_eq!(bin_i(BinaryOp::Shr, DType::U64, &[m], &[63]), [1]);
+        assert_eq!(bin_i(BinaryOp::Shr, DType::I64, &[i64::MIN as i128], &[63]), [-1]);
+        assert_eq!(bin_i(BinaryOp::Shl, DType::I64, &[1], &[64]), [0]);
     }
 
     #[test]
     fn integer_pow() {
         let d = DType::I32;
         assert_eq!(
-            bin_i(Opcode::Pow, d, &[2, 2, 1, -1, -1, 0, 3, -3], &[10, -1, -5, -3, -4, 0, 0, 3]),
+            bin_i(BinaryOp::Pow, d, &[2, 2, 1, -1, -1, 0, 3, -3], &[10, -1, -5, -3, -4, 0, 0, 3]),
             [1024, 0, 1, -1, 1, 1, 1, -27]
         );
-        assert_eq!(bin_i(Opcode::Pow, d, &[0, 2], &[-2, 31]), [0, -(1 << 31)]);
-        assert_eq!(bin_i(Opcode::Pow, DType::U8, &[2, 3], &[9, 5]), [0, 243]);
-        assert_eq!(bin_i(Opcode::Pow, DType::I8, &[3], &[5]), [243 - 256]);
+        assert_eq!(bin_i(BinaryOp::Pow, d, &[0, 2], &[-2, 31]), [0, -(1 << 31)]);
+        assert_eq!(bin_i(BinaryOp::Pow, DType::U8, &[2, 3], &[9, 5]), [0, 243]);
+        assert_eq!(bin_i(BinaryOp::Pow, DType::I8, &[3], &[5]), [243 - 256]);
         // Huge exponents terminate and wrap: 3^(2^63-1) mod 2^64 is odd; 2^big = 0.
-        let r = bin_i(Opcode::Pow, DType::I64, &[2, -1, 1], &[i64::MAX as i128, i64::MAX as i128, i64::MIN as i128]);
+        let r = bin_i(BinaryOp::Pow, DType::I64, &[2, -1, 1], &[i64::MAX as i128, i64::MAX as i128, i64::MIN as i128]);
         assert_eq!(r, [0, -1, 1]);
-        let r = bin_i(Opcode::Pow, DType::U64, &[3], &[u64::MAX as i128]);
+        let r = bin_i(BinaryOp::Pow, DType::U64, &[3], &[u64::MAX as i128]);
         assert_eq!(r[0] & 1, 1);
         // Float pow.
-        assert_eq!(lanes_f(&binary(Opcode::Pow, &f64t(&[2.0, 4.0]), &f64t(&[-1.0, 0.5])).unwrap()), [0.5, 2.0]);
+        assert_eq!(lanes_f(&binary(BinaryOp::Pow, &f64t(&[2.0, 4.0]), &f64t(&[-1.0, 0.5])).unwrap()), [0.5, 2.0]);
     }
 
     #[test]
@@ -623,15 +608,15 @@ mod tests {
         let p = |op| binary(op, &a, &b).unwrap().data;
         let or = Buf::Pred(vec![false, true, true, true]);
         let and = Buf::Pred(vec![false, false, false, true]);
-        assert_eq!(p(Opcode::Or), or);
-        assert_eq!(p(Opcode::Add), or);
-        assert_eq!(p(Opcode::Max), or);
-        assert_eq!(p(Opcode::And), and);
-        assert_eq!(p(Opcode::Mul), and);
-        assert_eq!(p(Opcode::Min), and);
-        assert_eq!(p(Opcode::Xor), Buf::Pred(vec![false, true, true, false]));
-        assert!(binary(Opcode::Sub, &a, &b).is_err());
-        assert!(binary(Opcode::Div, &a, &b).is_err());
+        assert_eq!(p(BinaryOp::Or), or);
+        assert_eq!(p(BinaryOp::Add), or);
+        assert_eq!(p(BinaryOp::Max), or);
+        assert_eq!(p(BinaryOp::And), and);
+        assert_eq!(p(BinaryOp::Mul), and);
+        assert_eq!(p(BinaryOp::Min), and);
+        assert_eq!(p(BinaryOp::Xor), Buf::Pred(vec![false, true, true, false]));
+        assert!(binary(BinaryOp::Sub, &a, &b).is_err());
+        assert!(binary(BinaryOp::Div, &a, &b).is_err());
     }
 
     #[test]
@@ -773,8 +758,8 @@ mod tests {
         let n = 1 << 20;
         let a = Tensor::new(vec![n], Buf::F32((0..n).map(|i| i as f32).collect()));
         let t0 = std::time::Instant::now();
-        let r = binary(Opcode::Add, &a, &a).unwrap();
-        let r = unary(Opcode::Exp, &r).unwrap();
+        let r = binary(BinaryOp::Add, &a, &a).unwrap();
+        let r = unary(UnaryOp::Exp, &r).unwrap();
         let r = compare("lt", &r, &a).unwrap();
         let _ = convert(&r, DType::I32).unwrap();
         assert!(t0.elapsed().as_secs_f64() < 3.0, "too slow: {:?}", t0.elapsed());

@@ -11,106 +11,91 @@
 use crate::dot::affine_index;
 use crate::tensor::invalid;
 use crate::{Buf, Lanes, Tensor, TensorError};
-use pjc_dialects::DType;
+use pjc_dialects::{DType, ReduceKind};
 
-/// A reduction kind: the binary operator and its identity, per lane class.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Sum,
-    Prod,
-    Max,
-    Min,
-    And,
-    Or,
+/// A reduction kind's arithmetic: its binary operator and identity, per lane class.
+pub(crate) trait Kind: Sized {
+    /// `self`, if it is one of `allowed`; `op` names the caller in the error message.
+    fn check(self, op: &str, allowed: &[ReduceKind]) -> Result<Self, TensorError>;
+    fn check_dtype(self, op: &str, d: DType) -> Result<(), TensorError>;
+    fn f_identity(self) -> f64;
+    fn f_apply(self, a: f64, b: f64) -> f64;
+    fn i_identity(self, d: DType) -> i128;
+    fn i_apply(self, a: i128, b: i128) -> i128;
+    fn p_identity(self) -> bool;
+    fn p_apply(self, a: bool, b: bool) -> bool;
 }
 
-impl Kind {
-    pub(crate) const ALL: [Kind; 6] = [Kind::Sum, Kind::Prod, Kind::Max, Kind::Min, Kind::And, Kind::Or];
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Kind::Sum => "sum",
-            Kind::Prod => "prod",
-            Kind::Max => "max",
-            Kind::Min => "min",
-            Kind::And => "and",
-            Kind::Or => "or",
+impl Kind for ReduceKind {
+    fn check(self, op: &str, allowed: &[ReduceKind]) -> Result<ReduceKind, TensorError> {
+        if allowed.contains(&self) {
+            return Ok(self);
         }
-    }
-
-    /// The kind spelled `s`, if it is one of `allowed`; `op` names the caller in
-    /// the error message.
-    pub(crate) fn parse(op: &str, s: &str, allowed: &[Kind]) -> Result<Kind, TensorError> {
-        match Kind::ALL.iter().copied().find(|k| k.name() == s) {
-            Some(k) if allowed.contains(&k) => Ok(k),
-            _ => {
-                let names: Vec<&str> = allowed.iter().map(|k| k.name()).collect();
-                invalid(format!("{op}: unknown kind `{s}` (expected one of {})", names.join(", ")))
-            }
-        }
+        let names: Vec<&str> = allowed.iter().map(|k| k.name()).collect();
+        invalid(format!("{op}: unknown kind `{self}` (expected one of {})", names.join(", ")))
     }
 
     /// `and`/`or` have no meaning on floats.
-    pub(crate) fn check_dtype(self, op: &str, d: DType) -> Result<(), TensorError> {
-        if d.is_float() && matches!(self, Kind::And | Kind::Or) {
+    fn check_dtype(self, op: &str, d: DType) -> Result<(), TensorError> {
+        if d.is_float() && matches!(self, ReduceKind::And | ReduceKind::Or) {
             return invalid(format!("{op}: kind={} is not defined on float dtype {d}", self.name()));
         }
         Ok(())
     }
 
-    pub(crate) fn f_identity(self) -> f64 {
+    fn f_identity(self) -> f64 {
         match self {
-            Kind::Sum => 0.0,
-            Kind::Prod => 1.0,
-            Kind::Max => f64::NEG_INFINITY,
-            Kind::Min => f64::INFINITY,
+            ReduceKind::Sum => 0.0,
+            ReduceKind::Prod => 1.0,
+            ReduceKind::Max => f64::NEG_INFINITY,
+            ReduceKind::Min => f64::INFINITY,
             // Rejected by check_dtype; a harmless value.
-            Kind::And | Kind::Or => 0.0,
+            ReduceKind::And | ReduceKind::Or => 0.0,
         }
     }
 
-    pub(crate) fn f_apply(self, a: f64, b: f64) -> f64 {
+    fn f_apply(self, a: f64, b: f64) -> f64 {
         match self {
-            Kind::Sum => a + b,
-            Kind::Prod => a * b,
-            Kind::Max => fmax(a, b),
-            Kind::Min => fmin(a, b),
-            Kind::And | Kind::Or => a,
+            ReduceKind::Sum => a + b,
+            ReduceKind::Prod => a * b,
+            ReduceKind::Max => fmax(a, b),
+            ReduceKind::Min => fmin(a, b),
+            ReduceKind::And | ReduceKind::Or => a,
         }
     }
 
     /// Identity for integer dtype `d`: max starts at the type's minimum, min at
     /// its maximum, `and` at all ones (-1, which wraps to all ones unsigned).
-    pub(crate) fn i_identity(self, d: DType) -> i128 {
+    fn i_identity(self, d: DType) -> i128 {
         let (lo, hi) = d.int_range().unwrap_or((0, 0));
         match self {
-            Kind::Sum | Kind::Or => 0,
-            Kind::Prod => 1,
-            Kind::Max => lo,
-            Kind::Min => hi,
-            Kind::And => -1,
+            ReduceKind::Sum | ReduceKind::Or => 0,
+            ReduceKind::Prod => 1,
+            ReduceKind::Max => lo,
+            ReduceKind::Min => hi,
+            ReduceKind::And => -1,
         }
     }
 
-    pub(crate) fn i_apply(self, a: i128, b: i128) -> i128 {
+    fn i_apply(self, a: i128, b: i128) -> i128 {
         match self {
-            Kind::Sum => a.wrapping_add(b),
-            Kind::Prod => a.wrapping_mul(b),
-            Kind::Max => a.max(b),
-            Kind::Min => a.min(b),
-            Kind::And => a & b,
-            Kind::Or => a | b,
+            ReduceKind::Sum => a.wrapping_add(b),
+            ReduceKind::Prod => a.wrapping_mul(b),
+            ReduceKind::Max => a.max(b),
+            ReduceKind::Min => a.min(b),
+            ReduceKind::And => a & b,
+            ReduceKind::Or => a | b,
         }
     }
 
-    pub(crate) fn p_identity(self) -> bool {
-        matches!(self, Kind::Prod | Kind::Min | Kind::And)
+    fn p_identity(self) -> bool {
+        matches!(self, ReduceKind::Prod | ReduceKind::Min | ReduceKind::And)
     }
 
-    pub(crate) fn p_apply(self, a: bool, b: bool) -> bool {
+    fn p_apply(self, a: bool, b: bool) -> bool {
         match self {
-            Kind::Sum | Kind::Max | Kind::Or => a || b,
-            Kind::Prod | Kind::Min | Kind::And => a && b,
+            ReduceKind::Sum | ReduceKind::Max | ReduceKind::Or => a || b,
+            ReduceKind::Prod | ReduceKind::Min | ReduceKind::And => a && b,
         }
     }
 }
@@ -145,8 +130,8 @@ pub(crate) fn fmin(a: f64, b: f64) -> f64 {
 /// `reduce %a {dims, kind}`: combines the elements along `dims` (removed from
 /// the shape) with `kind` (sum prod max min and or), starting from the kind's
 /// identity. `and`/`or` on integers are bitwise; on floats they are an error.
-pub fn reduce(a: &Tensor, dims: &[usize], kind: &str) -> Result<Tensor, TensorError> {
-    let k = Kind::parse("reduce", kind, &Kind::ALL)?;
+pub fn reduce(a: &Tensor, dims: &[usize], kind: ReduceKind) -> Result<Tensor, TensorError> {
+    let k = kind;
     let d = a.dtype();
     k.check_dtype("reduce", d)?;
     let rank = a.rank();
@@ -302,7 +287,7 @@ mod tests {
     #[test]
     fn sum_over_two_dims_floats() {
         for d in [DType::F64, DType::F32, DType::F16, DType::BF16] {
-            let r = reduce(&iota3(d), &[0, 2], "sum").unwrap();
+            let r = reduce(&iota3(d), &[0, 2], ReduceKind::Sum).unwrap();
             assert_eq!(r.shape, vec![5]);
             let want: Vec<f64> = (0..5).map(naive_sum_over_0_2).collect();
             assert_eq!(r.data, Buf::from_f64(d, &want), "{d}");
@@ -313,15 +298,15 @@ mod tests {
     fn reduce_dims_listed_out_of_order_int() {
         let v: Vec<i128> = (0..105).collect();
         let a = t(&[3, 5, 7], Buf::from_i128(DType::I32, &v));
-        let r = reduce(&a, &[2, 0], "sum").unwrap();
+        let r = reduce(&a, &[2, 0], ReduceKind::Sum).unwrap();
         let want: Vec<i128> = (0..5).map(|i| naive_sum_over_0_2(i) as i128).collect();
         assert_eq!(r.data, Buf::from_i128(DType::I32, &want));
         // max over dim 1 keeps a 3x7 result: element (a, 4, c).
-        let r = reduce(&a, &[1], "max").unwrap();
+        let r = reduce(&a, &[1], ReduceKind::Max).unwrap();
         assert_eq!(r.shape, vec![3, 7]);
         let want: Vec<i128> = (0..3).flat_map(|a| (0..7).map(move |c| 35 * a + 28 + c)).collect();
         assert_eq!(r.data, Buf::from_i128(DType::I32, &want));
-        let r = reduce(&a, &[0, 1, 2], "min").unwrap();
+        let r = reduce(&a, &[0, 1, 2], ReduceKind::Min).unwrap();
         assert_eq!(r.shape, Vec::<usize>::new());
         assert_eq!(r.data, Buf::I32(vec![0]));
     }
@@ -329,76 +314,75 @@ mod tests {
     #[test]
     fn integer_sum_and_prod_wrap() {
         let a = t(&[3], Buf::I8(vec![100, 100, 100]));
-        assert_eq!(reduce(&a, &[0], "sum").unwrap().data, Buf::I8(vec![44])); // 300 - 256
+        assert_eq!(reduce(&a, &[0], ReduceKind::Sum).unwrap().data, Buf::I8(vec![44])); // 300 - 256
         let a = t(&[2], Buf::U8(vec![16, 17]));
-        assert_eq!(reduce(&a, &[0], "prod").unwrap().data, Buf::U8(vec![16])); // 272 - 256
+        assert_eq!(reduce(&a, &[0], ReduceKind::Prod).unwrap().data, Buf::U8(vec![16])); // 272 - 256
         let a = t(&[3], Buf::I64(vec![i64::MAX, 1, 1]));
-        assert_eq!(reduce(&a, &[0], "sum").unwrap().data, Buf::I64(vec![i64::MIN + 1]));
+        assert_eq!(reduce(&a, &[0], ReduceKind::Sum).unwrap().data, Buf::I64(vec![i64::MIN + 1]));
     }
 
     #[test]
     fn bitwise_and_or_on_integers() {
         let a = t(&[2, 3], Buf::U8(vec![0b1100, 0b1010, 0b1001, 0xff, 0x0f, 0xf0]));
-        assert_eq!(reduce(&a, &[1], "and").unwrap().data, Buf::U8(vec![0b1000, 0x00]));
-        assert_eq!(reduce(&a, &[1], "or").unwrap().data, Buf::U8(vec![0b1111, 0xff]));
-        assert_eq!(reduce(&a, &[0], "and").unwrap().data, Buf::U8(vec![0b1100, 0b1010, 0]));
+        assert_eq!(reduce(&a, &[1], ReduceKind::And).unwrap().data, Buf::U8(vec![0b1000, 0x00]));
+        assert_eq!(reduce(&a, &[1], ReduceKind::Or).unwrap().data, Buf::U8(vec![0b1111, 0xff]));
+        assert_eq!(reduce(&a, &[0], ReduceKind::And).unwrap().data, Buf::U8(vec![0b1100, 0b1010, 0]));
         let a = t(&[2], Buf::I16(vec![-1, -2]));
-        assert_eq!(reduce(&a, &[0], "and").unwrap().data, Buf::I16(vec![-2]));
+        assert_eq!(reduce(&a, &[0], ReduceKind::And).unwrap().data, Buf::I16(vec![-2]));
         let f = t(&[2], Buf::F32(vec![1.0, 2.0]));
-        assert!(reduce(&f, &[0], "and").is_err());
-        assert!(reduce(&f, &[0], "mean").is_err());
-        assert!(reduce(&f, &[1], "sum").is_err());
-        assert!(reduce(&f, &[0, 0], "sum").is_err());
+        assert!(reduce(&f, &[0], ReduceKind::And).is_err());
+        assert!(reduce(&f, &[1], ReduceKind::Sum).is_err());
+        assert!(reduce(&f, &[0, 0], ReduceKind::Sum).is_err());
     }
 
     #[test]
     fn integer_max_min_identities() {
         let a = t(&[2], Buf::I8(vec![-128, -128]));
-        assert_eq!(reduce(&a, &[0], "max").unwrap().data, Buf::I8(vec![-128]));
+        assert_eq!(reduce(&a, &[0], ReduceKind::Max).unwrap().data, Buf::I8(vec![-128]));
         let a = t(&[2], Buf::U16(vec![65535, 7]));
-        assert_eq!(reduce(&a, &[0], "max").unwrap().data, Buf::U16(vec![65535]));
-        assert_eq!(reduce(&a, &[0], "min").unwrap().data, Buf::U16(vec![7]));
+        assert_eq!(reduce(&a, &[0], ReduceKind::Max).unwrap().data, Buf::U16(vec![65535]));
+        assert_eq!(reduce(&a, &[0], ReduceKind::Min).unwrap().data, Buf::U16(vec![7]));
     }
 
     #[test]
     fn pred_reductions_are_logic() {
         let a = t(&[2, 3], Buf::Pred(vec![true, false, true, false, false, false]));
         for (k, want) in [
-            ("sum", vec![true, false]),
-            ("max", vec![true, false]),
-            ("or", vec![true, false]),
-            ("prod", vec![false, false]),
-            ("min", vec![false, false]),
-            ("and", vec![false, false]),
+            (ReduceKind::Sum, vec![true, false]),
+            (ReduceKind::Max, vec![true, false]),
+            (ReduceKind::Or, vec![true, false]),
+            (ReduceKind::Prod, vec![false, false]),
+            (ReduceKind::Min, vec![false, false]),
+            (ReduceKind::And, vec![false, false]),
         ] {
             assert_eq!(reduce(&a, &[1], k).unwrap().data, Buf::Pred(want), "{k}");
         }
         let a = t(&[2], Buf::Pred(vec![true, true]));
-        assert_eq!(reduce(&a, &[0], "and").unwrap().data, Buf::Pred(vec![true]));
+        assert_eq!(reduce(&a, &[0], ReduceKind::And).unwrap().data, Buf::Pred(vec![true]));
     }
 
     #[test]
     fn nan_and_signed_zero() {
         let nan = f64::NAN;
         let a = t(&[2, 3], Buf::F64(vec![1.0, nan, 3.0, -0.0, 0.0, -0.0]));
-        let mx = reduce(&a, &[1], "max").unwrap();
+        let mx = reduce(&a, &[1], ReduceKind::Max).unwrap();
         let Buf::F64(v) = mx.data else { panic!() };
         assert!(v[0].is_nan());
         assert_eq!(v[1], 0.0);
         assert!(v[1].is_sign_positive());
-        let mn = reduce(&a, &[1], "min").unwrap();
+        let mn = reduce(&a, &[1], ReduceKind::Min).unwrap();
         let Buf::F64(v) = mn.data else { panic!() };
         assert!(v[0].is_nan());
         assert!(v[1] == 0.0 && v[1].is_sign_negative());
         // -0.0 then +0.0 in the other order too.
         let a = t(&[2], Buf::F32(vec![0.0, -0.0]));
-        let Buf::F32(v) = reduce(&a, &[0], "max").unwrap().data else { panic!() };
+        let Buf::F32(v) = reduce(&a, &[0], ReduceKind::Max).unwrap().data else { panic!() };
         assert!(v[0].is_sign_positive());
-        let Buf::F32(v) = reduce(&a, &[0], "min").unwrap().data else { panic!() };
+        let Buf::F32(v) = reduce(&a, &[0], ReduceKind::Min).unwrap().data else { panic!() };
         assert!(v[0].is_sign_negative());
         // sum of NaN is NaN, max of -inf only is -inf.
         let a = t(&[2], Buf::F32(vec![f32::NEG_INFINITY, f32::NEG_INFINITY]));
-        assert_eq!(reduce(&a, &[0], "max").unwrap().data, Buf::F32(vec![f32::NEG_INFINITY]));
+        assert_eq!(reduce(&a, &[0], ReduceKind::Max).unwrap().data, Buf::F32(vec![f32::NEG_INFINITY]));
     }
 
     #[test]
@@ -407,20 +391,20 @@ mod tests {
         // an element-type accumulator would give 1.0; rounding once gives 1 + 2^-7.
         let e = 1.0 / 256.0;
         let a = t(&[3], Buf::BF16(vec![bf16::from_f64(1.0), bf16::from_f64(e), bf16::from_f64(e)]));
-        let r = reduce(&a, &[0], "sum").unwrap();
+        let r = reduce(&a, &[0], ReduceKind::Sum).unwrap();
         assert_eq!(r.data, Buf::BF16(vec![bf16::from_f64(1.0 + 2.0 * e)]));
         assert_ne!(r.data, Buf::BF16(vec![bf16::from_f64(1.0)]));
         // f32: 1e8 + 1 + 1 + 1 + 1 - 1e8 is 0 step by step, 4 in f64.
         let a = t(&[6], Buf::F32(vec![1e8, 1.0, 1.0, 1.0, 1.0, -1e8]));
-        assert_eq!(reduce(&a, &[0], "sum").unwrap().data, Buf::F32(vec![4.0]));
+        assert_eq!(reduce(&a, &[0], ReduceKind::Sum).unwrap().data, Buf::F32(vec![4.0]));
     }
 
     #[test]
     fn reduce_no_dims_and_prod() {
         let a = t(&[2, 2], Buf::F16(vec![half::f16::from_f64(1.5), half::f16::from_f64(-2.0), half::f16::from_f64(3.0), half::f16::from_f64(0.5)]));
-        let r = reduce(&a, &[], "prod").unwrap();
+        let r = reduce(&a, &[], ReduceKind::Prod).unwrap();
         assert_eq!(r, a);
-        let r = reduce(&a, &[0, 1], "prod").unwrap();
+        let r = reduce(&a, &[0, 1], ReduceKind::Prod).unwrap();
         assert_eq!(r.data, Buf::from_f64(DType::F16, &[-4.5]));
     }
 

@@ -18,6 +18,12 @@ pub(crate) fn invalid<T>(msg: impl Into<String>) -> Result<T, TensorError> {
     Err(TensorError::Invalid(msg.into()))
 }
 
+impl From<pjc_dialects::AttrError> for TensorError {
+    fn from(e: pjc_dialects::AttrError) -> TensorError {
+        TensorError::Invalid(e.0)
+    }
+}
+
 /// Row-major element storage, one variant per dtype.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Buf {

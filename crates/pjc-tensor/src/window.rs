@@ -19,6 +19,7 @@
 
 use crate::reduce::Kind;
 use crate::tensor::invalid;
+use pjc_dialects::ReduceKind;
 use crate::{strides, Buf, Lanes, Tensor, TensorError};
 
 const PAD: usize = usize::MAX;
@@ -134,12 +135,12 @@ pub fn window_output_shape(
 /// kind's identity (which padding holds).
 pub fn reduce_window(
     a: &Tensor,
-    kind: &str,
+    kind: ReduceKind,
     window: &[usize],
     strides: &[usize],
     padding: &[(i64, i64)],
 ) -> Result<Tensor, TensorError> {
-    let k = Kind::parse("reduce_window", kind, &[Kind::Sum, Kind::Max, Kind::Min])?;
+    let k = kind.check("reduce_window", &ReduceKind::WINDOW)?;
     let d = a.dtype();
     let w = Windows::new(&a.shape, window, strides, padding).map_err(|e| TensorError::Invalid(format!("reduce_window: {e}")))?;
     let n_out = w.n_out();
@@ -267,16 +268,16 @@ mod tests {
     fn max_and_sum_1d_with_padding() {
         let a = t(&[5], Buf::F32(vec![1.0, 3.0, 2.0, 5.0, 4.0]));
         // Padded [pad,1,3,2,5,4], window 2 stride 2: [pad,1] [3,2] [5,4].
-        let r = reduce_window(&a, "max", &[2], &[2], &[(1, 0)]).unwrap();
+        let r = reduce_window(&a, ReduceKind::Max, &[2], &[2], &[(1, 0)]).unwrap();
         assert_eq!(r.data, Buf::F32(vec![1.0, 3.0, 5.0]));
         // Padded [0,1,3,2,5,4,0], window 2 stride 2: 3 windows, the last pad unused.
-        let r = reduce_window(&a, "sum", &[2], &[2], &[(1, 1)]).unwrap();
+        let r = reduce_window(&a, ReduceKind::Sum, &[2], &[2], &[(1, 1)]).unwrap();
         assert_eq!(r.data, Buf::F32(vec![1.0, 5.0, 9.0]));
         // Window 3, stride 1, no padding: min.
-        let r = reduce_window(&a, "min", &[3], &[], &[]).unwrap();
+        let r = reduce_window(&a, ReduceKind::Min, &[3], &[], &[]).unwrap();
         assert_eq!(r.data, Buf::F32(vec![1.0, 2.0, 2.0]));
         // Negative padding cuts the first element: [3,2,5,4].
-        let r = reduce_window(&a, "sum", &[2], &[1], &[(-1, 0)]).unwrap();
+        let r = reduce_window(&a, ReduceKind::Sum, &[2], &[1], &[(-1, 0)]).unwrap();
         assert_eq!(r.data, Buf::F32(vec![5.0, 7.0, 9.0]));
     }
 
@@ -284,15 +285,15 @@ mod tests {
     fn windows_entirely_in_padding_give_the_identity() {
         let a = t(&[2], Buf::F64(vec![-3.0, -7.0]));
         // Padded [pad,pad,-3,-7], window 2: [pad,pad] [pad,-3] [-3,-7].
-        let r = reduce_window(&a, "max", &[2], &[1], &[(2, 0)]).unwrap();
+        let r = reduce_window(&a, ReduceKind::Max, &[2], &[1], &[(2, 0)]).unwrap();
         assert_eq!(r.data, Buf::F64(vec![f64::NEG_INFINITY, -3.0, -3.0]));
-        let r = reduce_window(&a, "min", &[2], &[1], &[(2, 0)]).unwrap();
+        let r = reduce_window(&a, ReduceKind::Min, &[2], &[1], &[(2, 0)]).unwrap();
         assert_eq!(r.data, Buf::F64(vec![f64::INFINITY, -3.0, -7.0]));
         let a = t(&[2], Buf::I16(vec![-3, -7]));
-        let r = reduce_window(&a, "max", &[2], &[1], &[(2, 0)]).unwrap();
+        let r = reduce_window(&a, ReduceKind::Max, &[2], &[1], &[(2, 0)]).unwrap();
         assert_eq!(r.data, Buf::I16(vec![i16::MIN, -3, -3]));
         let a = t(&[2], Buf::U8(vec![200, 100]));
-        let r = reduce_window(&a, "sum", &[2], &[1], &[(0, 0)]).unwrap();
+        let r = reduce_window(&a, ReduceKind::Sum, &[2], &[1], &[(0, 0)]).unwrap();
         assert_eq!(r.data, Buf::U8(vec![44])); // 300 wraps
     }
 
@@ -301,25 +302,25 @@ mod tests {
         // 4x4 -> 2x2 max pooling.
         let v: Vec<f32> = vec![1., 2., 3., 4., 8., 7., 6., 5., 9., 0., 1., 2., 3., 4., 5., f32::NAN];
         let a = t(&[4, 4], Buf::F32(v));
-        let r = reduce_window(&a, "max", &[2, 2], &[2, 2], &[]).unwrap();
+        let r = reduce_window(&a, ReduceKind::Max, &[2, 2], &[2, 2], &[]).unwrap();
         assert_eq!(r.shape, vec![2, 2]);
         let Buf::F32(o) = r.data else { panic!() };
         assert_eq!(&o[..3], &[8.0, 6.0, 9.0]);
         assert!(o[3].is_nan());
         // 3x3 sum with padding 1 everywhere on a 2x2 of ones, stride 1: 2x2 of 4s.
         let a = t(&[2, 2], Buf::I32(vec![1; 4]));
-        let r = reduce_window(&a, "sum", &[3, 3], &[1, 1], &[(1, 1), (1, 1)]).unwrap();
+        let r = reduce_window(&a, ReduceKind::Sum, &[3, 3], &[1, 1], &[(1, 1), (1, 1)]).unwrap();
         assert_eq!(r.data, Buf::I32(vec![4; 4]));
         // Rank-0 window of nothing: the element itself.
         let s = t(&[], Buf::F32(vec![2.5]));
-        assert_eq!(reduce_window(&s, "sum", &[], &[], &[]).unwrap().data, Buf::F32(vec![2.5]));
+        assert_eq!(reduce_window(&s, ReduceKind::Sum, &[], &[], &[]).unwrap().data, Buf::F32(vec![2.5]));
     }
 
     #[test]
     fn bf16_window_sum_rounds_once() {
         let e = 1.0 / 256.0;
         let a = t(&[3], Buf::from_f64(DType::BF16, &[1.0, e, e]));
-        let r = reduce_window(&a, "sum", &[3], &[], &[]).unwrap();
+        let r = reduce_window(&a, ReduceKind::Sum, &[3], &[], &[]).unwrap();
         assert_eq!(r.data, Buf::from_f64(DType::BF16, &[1.0 + 2.0 * e]));
     }
 
@@ -332,7 +333,7 @@ mod tests {
         assert!(window_output_shape(&[7], &[2], &[0], &[]).is_err());
         assert!(window_output_shape(&[7], &[2], &[1, 1], &[]).is_err());
         let a = t(&[3], Buf::F32(vec![0.0; 3]));
-        assert!(reduce_window(&a, "prod", &[2], &[], &[]).is_err());
+        assert!(reduce_window(&a, ReduceKind::Prod, &[2], &[], &[]).is_err());
     }
 
     #[test]

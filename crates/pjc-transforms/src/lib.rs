@@ -55,7 +55,7 @@ pub fn expand(m: &mut Module) -> Result<(), TransformError> {
         let body = m.funcs[id].body.clone();
         for inst in body {
             let data = &m.funcs[id].insts[inst];
-            if !matches!(data.op, Opcode::Grad | Opcode::Vmap) {
+            if !data.op.is_transform() {
                 continue;
             }
             let op = data.op;

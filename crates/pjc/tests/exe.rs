@@ -518,7 +518,7 @@ fn loop_mode_trains_and_matches_repeated_eval_steps() {
     let (examples, batch, steps) = (40usize, 16usize, 6u64);
     let x = random(&pjc_ir::TensorType::new(DType::F32, vec![examples as u64, 6]), &mut seed);
     let y = random(&pjc_ir::TensorType::new(DType::F32, vec![examples as u64, 3]), &mut seed);
-    let y = pjc_tensor::unary(pjc_ir::Opcode::Tanh, &y).unwrap();
+    let y = pjc_tensor::unary(pjc_ir::UnaryOp::Tanh, &y).unwrap();
     let w = random(&pjc_ir::TensorType::new(DType::F32, vec![6, 3]), &mut seed);
     let b = random(&pjc_ir::TensorType::new(DType::F32, vec![3]), &mut seed);
     write_npys(&dir, &[("x".into(), x.clone()), ("y".into(), y.clone()), ("w".into(), w.clone()), ("b".into(), b.clone())]);

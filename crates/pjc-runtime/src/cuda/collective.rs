@@ -215,10 +215,10 @@ pub fn plan_collective(
     let op = inst.op;
     // Refuse unsupported reductions whatever the group size, so a program's
     // support does not depend on the mesh.
-    let red = match op {
-        Opcode::AllReduce | Opcode::ReduceScatter => Some(reduction_type(in_ty.dtype, &kind, op)?),
-        Opcode::AllGather | Opcode::AllToAll | Opcode::CollectivePermute => None,
-        other => return Err(RuntimeError::Internal(format!("'{other}' is not a collective"))),
+    let red = match op.collective() {
+        Some(c) if c.reduces() => Some(reduction_type(in_ty.dtype, &kind, op)?),
+        Some(_) => None,
+        None => return Err(RuntimeError::Internal(format!("'{op}' is not a collective"))),
     };
     if in_bytes == 0 && out_bytes == 0 {
         return Ok(CollOp::Nothing);

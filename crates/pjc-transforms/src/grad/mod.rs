@@ -357,7 +357,7 @@ fn inline(b: &mut Builder, m: &Module, g: &Function, args: &[Value], prefix: &st
         let ops: Vec<Value> = inst.operands.iter().map(|v| get(&map, v)).collect::<R<_>>()?;
         let name_of = |v: Value| format!("{prefix}{}", g.values[v].name);
         match inst.op {
-            Opcode::Grad | Opcode::Vmap => return Err(err(format!("unexpanded '{}'", inst.op))),
+            op if op.is_transform() => return Err(err(format!("unexpanded '{op}'"))),
             Opcode::Call => {
                 let cname = inst.callee.clone().unwrap_or_default();
                 let cid = m.func_by_name(&cname).ok_or_else(|| err(format!("unknown function @{cname}")))?;

@@ -202,7 +202,7 @@ impl Batcher<'_> {
         for &i in &f.body {
             let inst = &f.insts[i];
             let ops: Vec<Bv> = inst.operands.iter().map(|v| env[v]).collect();
-            if matches!(inst.op, Opcode::Grad | Opcode::Vmap) {
+            if inst.op.is_transform() {
                 return Err(self.unsupported(inst.op, &format!("in @{}: it should have been expanded first", f.name)));
             }
             let first_new = self.b.func.values.len();
