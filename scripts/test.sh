@@ -25,6 +25,13 @@ echo "==> scripts/ptxas.sh"
 PJC_PTXAS=$(bash scripts/ptxas.sh)
 export PJC_PTXAS
 
+# No import circles among the modules of any crate (ARCHITECTURE.md's layering).
+echo "==> scripts/module-cycles.py"
+if ! python3 scripts/module-cycles.py; then
+  echo "test.sh: FAILED: import circles (above); break them before landing" >&2
+  exit 1
+fi
+
 echo "==> cargo build --workspace ${locked[*]}"
 if ! cargo build --workspace "${locked[@]}"; then
   echo "test.sh: FAILED: cargo build --workspace did not succeed" >&2
