@@ -7,6 +7,8 @@
 //! the result for people.
 
 pub mod explain;
+#[doc(hidden)]
+pub mod legacy;
 pub mod propagate;
 pub mod rules;
 
