@@ -111,9 +111,6 @@ fn partitioned_programs_evaluate_like_global_ones() {
                 continue;
             }
         }
-        if let Err(e) = pjc_sharding::legacy::compare(&m) {
-            failures.push(format!("LEGACY {}: {e}", path.display()));
-        }
         checked += 1;
         if let Err(e) = check(path, &m, inputs) {
             failures.push(format!("{}: {e}", path.display()));
@@ -194,24 +191,4 @@ fn random_shardings_of_every_numeric_case_partition_correctly() {
     }
     assert!(checked >= 300, "only {checked} variants checked");
     assert!(failures.is_empty(), "{} of {checked} variants differ:\n{}", failures.len(), failures.iter().take(8).cloned().collect::<Vec<_>>().join("\n\n"));
-}
-
-#[test]
-fn zz_legacy_rules_agree_on_every_program() {
-    let mut files = vec![];
-    for d in ["tests", "examples"] {
-        pir_files(&repo().join(d), &mut files);
-    }
-    files.sort();
-    let (mut progs, mut insts) = (0, 0);
-    for path in &files {
-        let src = std::fs::read_to_string(path).unwrap();
-        let Ok(mut m) = pjc_front::load(&src) else { continue };
-        insts += pjc_sharding::legacy::compare(&m).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        if pjc_transforms::expand(&mut m).is_ok() {
-            insts += pjc_sharding::legacy::compare(&m).unwrap_or_else(|e| panic!("{} expanded: {e}", path.display()));
-        }
-        progs += 1;
-    }
-    eprintln!("{progs} programs, {insts} instructions agree");
 }

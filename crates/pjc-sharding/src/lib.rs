@@ -7,8 +7,6 @@
 //! the result for people.
 
 pub mod explain;
-#[doc(hidden)]
-pub mod legacy;
 pub mod propagate;
 pub mod rules;
 
