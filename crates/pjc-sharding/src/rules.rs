@@ -38,6 +38,11 @@ pub struct FactorRule {
     /// `None` where split reduction factors cannot be completed by a
     /// collective (they then stay unsplit), or where there are none.
     pub completion: Option<Completion>,
+    /// The name of each factor in [`FactorRule::notation`]: for an
+    /// [`Einsum`], its group's letter (with the element's index where the
+    /// group has several); empty for the other rules, whose factors are
+    /// lettered in order from `i`.
+    pub names: Vec<String>,
 }
 
 impl FactorRule {
@@ -74,13 +79,17 @@ impl FactorRule {
     /// the factor sizes, and the factors of each non-pass-through kind —
     /// `([i, k], [k, j]) -> ([i, j]) {i=8, j=6, k=4} reduction={k}`.
     pub fn notation(&self) -> String {
-        let name = |f: usize| factor_name(f, self.kinds.len());
+        let named = self.names.len() == self.kinds.len();
+        let name = |f: usize| if named { self.names[f].clone() } else { factor_name(f, self.kinds.len()) };
+        // Several factors of one dim are written together (`ij`) where every
+        // name is one letter, else joined by `*`.
+        let short = if named { self.names.iter().all(|n| n.chars().count() == 1) } else { self.kinds.len() <= LETTERS.len() };
         let tensor = |dims: &Vec<Vec<usize>>| {
             let ds: Vec<String> = dims
                 .iter()
                 .map(|fs| match fs.len() {
                     0 => "_".to_string(),
-                    _ if self.kinds.len() <= LETTERS.len() => fs.iter().map(|&f| name(f)).collect(),
+                    _ if short => fs.iter().map(|&f| name(f)).collect(),
                     _ => fs.iter().map(|&f| name(f)).collect::<Vec<_>>().join("*"),
                 })
                 .collect();
@@ -171,7 +180,8 @@ fn bad(what: String) -> AttrError {
 }
 
 /// Instantiates an [`Einsum`]: labels every dim of every tensor with a group
-/// element, then makes one factor per element, in the order of the groups.
+/// element, then makes one factor per element, in the order of the groups,
+/// named after its group.
 fn einsum(r: &mut FactorRule, e: &Einsum, a: &Attrs, all: &[&TensorType]) -> Result<(), AttrError> {
     let layouts: Vec<&Dims> = e.operands.iter().chain(e.results).collect();
     if layouts.len() != all.len() {
@@ -269,7 +279,11 @@ fn einsum(r: &mut FactorRule, e: &Einsum, a: &Attrs, all: &[&TensorType]) -> Res
                 .collect();
             let size = members.iter().map(|&(t, d)| all[t].shape[d]).max().unwrap_or(0);
             let at: Vec<(usize, usize)> = members.into_iter().filter(|&(t, d)| all[t].shape[d] == size).collect();
+            let before = r.kinds.len();
             r.link(grp.kind, size, &at);
+            if r.kinds.len() > before {
+                r.names.push(if count[g] == Some(1) { grp.letter.to_string() } else { format!("{}{k}", grp.letter) });
+            }
         }
     }
     r.completion = match e.reduction.map(|x| (x.combine, x.what)) {
