@@ -12,7 +12,7 @@
 //! Most ops declare their factors here, in one of two forms that
 //! `pjc-sharding` instantiates for an instruction from its attributes and
 //! types: an [`Einsum`] (`dot_general`:
-//! `([b@lhs_batch, k@lhs_contract, i…], [b@rhs_batch, k@rhs_contract, j…]) -> ([b…, i…, j…]) reduction={k}`)
+//! `([b…@lhs_batch, k…@lhs_contract, i…], [b…@rhs_batch, k…@rhs_contract, j…]) -> ([b…, i…, j…]) reduction={k}`)
 //! or a [`PerDim`] rule (tensors of one rank related dimension by dimension,
 //! with a per-dimension test saying which dims pass through). Propagation, the
 //! partitioner and `pjc explain`'s notation all come from that one
