@@ -50,11 +50,10 @@ pub enum Combine {
     /// Summed (contractions).
     Sum,
     /// With the collective that matches the op's `kind` attribute on its dtype
-    /// (`ReduceKind::collective_for`); where there is none, as [`Combine::Never`].
+    /// (`ReduceKind::collective_for`); where there is none (`and`/`or` over
+    /// integers), no collective completes them and the reduction factors stay
+    /// unsplit (as scatter_add's, whose hand rule has no completion).
     Kind,
-    /// No collective completes them (scatter_add's index dims): reduction
-    /// factors stay unsplit.
-    Never,
 }
 
 /// The reduction factors of a rule: how to complete them, and what they are

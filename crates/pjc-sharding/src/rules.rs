@@ -289,7 +289,7 @@ fn einsum(r: &mut FactorRule, e: &Einsum, a: &Attrs, all: &[&TensorType]) -> Res
     r.completion = match e.reduction.map(|x| (x.combine, x.what)) {
         Some((Combine::Sum, what)) => Some(Completion { kind: ReduceKind::Sum, what }),
         Some((Combine::Kind, what)) => a.reduce_kind()?.collective_for(all[0].dtype).map(|kind| Completion { kind, what }),
-        Some((Combine::Never, _)) | None => None,
+        None => None,
     };
     Ok(())
 }
