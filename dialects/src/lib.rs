@@ -16,4 +16,4 @@ pub use attr::{AttrDef, AttrDefault, AttrError, AttrKind};
 pub use dtype::{DClass, DType};
 pub use kinds::{CollectiveKind, ReduceKind};
 pub use ops::{Arity, BinaryOp, Context, Fusion, OpDef, Opcode, TypeRule, UnaryOp};
-pub use sharding::ShardingRule;
+pub use sharding::{FactorKind, ShardingRule};

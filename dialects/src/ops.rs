@@ -16,7 +16,7 @@
 use crate::attr::{self, attr, req, AttrDef, AttrDefault as D, AttrKind as K};
 use crate::dtype::DClass;
 use crate::kinds::CollectiveKind;
-use crate::sharding::ShardingRule;
+use crate::sharding::{self as S, Custom, ShardingRule};
 
 /// How many operands an op takes.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -137,7 +137,7 @@ const fn base(name: &'static str, summary: &'static str) -> OpDef {
 
 /// An elementwise op: fused into loop kernels, one factor per dimension.
 const fn elementwise(d: OpDef) -> OpDef {
-    OpDef { elementwise: true, fusion: Fusion::Loop, sharding: ShardingRule::Elementwise, ..d }
+    OpDef { elementwise: true, fusion: Fusion::Loop, sharding: crate::sharding::ELEMENTWISE, ..d }
 }
 
 /// A one-operand elementwise op over the given dtype class: a [`UnaryOp`].
@@ -194,7 +194,6 @@ const fn numeric(d: OpDef) -> OpDef {
 
 use Arity::{AtLeast, Exactly};
 use DClass::{Any, Float, Int, IntOrPred, Numeric};
-use ShardingRule as S;
 use TypeRule::{DtypeFromWritten, Inferred, Written};
 
 const WINDOW: &[AttrDef] = &[
@@ -281,8 +280,8 @@ macro_rules! ops {
 
 ops! {
     // ---- section 7: creation -------------------------------------------------------
-    Constant = index(OpDef { arity: Exactly(0), rule: Written, literal: true, cheap: true, sharding: S::Source, ..base("constant", "an array filled from a literal") });
-    Iota = index(OpDef { arity: Exactly(0), attrs: &[req("dim", K::Int)], rule: Written, cheap: true, sharding: S::Source, ..base("iota", "the index along one dimension") });
+    Constant = index(OpDef { arity: Exactly(0), rule: Written, literal: true, cheap: true, sharding: S::SOURCE, ..base("constant", "an array filled from a literal") });
+    Iota = index(OpDef { arity: Exactly(0), attrs: &[req("dim", K::Int)], rule: Written, cheap: true, sharding: S::SOURCE, ..base("iota", "the index along one dimension") });
 
     // ---- section 7: unary elementwise ---------------------------------------------
     Neg = unary("neg", Numeric, "negation (wraps for integers)");
@@ -330,24 +329,24 @@ ops! {
     BitcastConvert = elementwise(OpDef { rule: Written, cheap: true, ..base("bitcast_convert", "reinterpret the bits as another dtype of the same width") });
 
     // ---- section 7: shape ops -----------------------------------------------------
-    Broadcast = OpDef { cheap: true, replicates: true, ..index(op("broadcast", Exactly(1), &[attr("dims", K::IntList, D::EmptyList)], Written, S::Broadcast, "operand dim i goes to result dim dims[i]")) };
-    Reshape = OpDef { cheap: true, ..index(op("reshape", Exactly(1), &[], Written, S::Reshape, "same elements, new shape (row-major)")) };
-    Transpose = OpDef { cheap: true, ..index(op("transpose", Exactly(1), &[req("perm", K::IntList)], Inferred, S::Transpose, "result dim i is operand dim perm[i]")) };
-    Slice = OpDef { cheap: true, ..index(op("slice", Exactly(1), &[req("start", K::IntList), req("limit", K::IntList), attr("stride", K::IntList, D::Ones)], Inferred, S::Slice, "a strided rectangular piece")) };
-    Concat = index(op("concat", AtLeast(1), &[req("dim", K::Dim)], Inferred, S::Concat, "join along one dimension"));
-    DynamicSlice = OpDef { replicates: true, ..index(op("dynamic_slice", AtLeast(1), &[req("sizes", K::IntList)], Inferred, S::DynamicSlice, "a piece at run-time start indices (clamped)")) };
-    DynamicUpdateSlice = index(op("dynamic_update_slice", AtLeast(2), &[], Inferred, S::DynamicUpdateSlice, "overwrite a piece at run-time start indices (clamped)"));
-    Pad = OpDef { replicates: true, ..index(op("pad", Exactly(2), &[req("low", K::IntList), req("high", K::IntList), attr("interior", K::IntList, D::Zeros)], Inferred, S::Pad, "edge and interior padding with a scalar")) };
-    Reverse = OpDef { cheap: true, ..index(op("reverse", Exactly(1), &[req("dims", K::DimList)], Inferred, S::Reverse, "reverse the order along dims")) };
+    Broadcast = OpDef { cheap: true, replicates: true, ..index(op("broadcast", Exactly(1), &[attr("dims", K::IntList, D::EmptyList)], Written, S::BROADCAST, "operand dim i goes to result dim dims[i]")) };
+    Reshape = OpDef { cheap: true, ..index(op("reshape", Exactly(1), &[], Written, ShardingRule::Custom(Custom::Reshape), "same elements, new shape (row-major)")) };
+    Transpose = OpDef { cheap: true, ..index(op("transpose", Exactly(1), &[req("perm", K::IntList)], Inferred, S::TRANSPOSE, "result dim i is operand dim perm[i]")) };
+    Slice = OpDef { cheap: true, ..index(op("slice", Exactly(1), &[req("start", K::IntList), req("limit", K::IntList), attr("stride", K::IntList, D::Ones)], Inferred, S::SLICE, "a strided rectangular piece")) };
+    Concat = index(op("concat", AtLeast(1), &[req("dim", K::Dim)], Inferred, S::CONCAT, "join along one dimension"));
+    DynamicSlice = OpDef { replicates: true, ..index(op("dynamic_slice", AtLeast(1), &[req("sizes", K::IntList)], Inferred, S::SLICE, "a piece at run-time start indices (clamped)")) };
+    DynamicUpdateSlice = index(op("dynamic_update_slice", AtLeast(2), &[], Inferred, S::DYNAMIC_UPDATE_SLICE, "overwrite a piece at run-time start indices (clamped)"));
+    Pad = OpDef { replicates: true, ..index(op("pad", Exactly(2), &[req("low", K::IntList), req("high", K::IntList), attr("interior", K::IntList, D::Zeros)], Inferred, S::PAD, "edge and interior padding with a scalar")) };
+    Reverse = OpDef { cheap: true, ..index(op("reverse", Exactly(1), &[req("dims", K::DimList)], Inferred, S::REVERSE, "reverse the order along dims")) };
 
     // ---- section 7: reductions and contractions -----------------------------------
-    Reduce = OpDef { fusion: Fusion::ReductionRoot, ..op("reduce", Exactly(1), &[req("dims", K::DimList), req("kind", K::Enum(attr::REDUCE_KINDS))], Inferred, S::Reduce, "reduce over dims, removing them") };
-    Argmax = op("argmax", Exactly(1), &[req("dim", K::Dim)], DtypeFromWritten, S::ArgReduce, "index of the first maximum along dim");
-    Argmin = op("argmin", Exactly(1), &[req("dim", K::Dim)], DtypeFromWritten, S::ArgReduce, "index of the first minimum along dim");
+    Reduce = OpDef { fusion: Fusion::ReductionRoot, ..op("reduce", Exactly(1), &[req("dims", K::DimList), req("kind", K::Enum(attr::REDUCE_KINDS))], Inferred, S::REDUCE, "reduce over dims, removing them") };
+    Argmax = op("argmax", Exactly(1), &[req("dim", K::Dim)], DtypeFromWritten, S::ARG_REDUCE, "index of the first maximum along dim");
+    Argmin = op("argmin", Exactly(1), &[req("dim", K::Dim)], DtypeFromWritten, S::ARG_REDUCE, "index of the first minimum along dim");
     DotGeneral = numeric(op("dot_general", Exactly(2), &[
         attr("lhs_batch", K::IntList, D::EmptyList), attr("rhs_batch", K::IntList, D::EmptyList),
         attr("lhs_contract", K::IntList, D::EmptyList), attr("rhs_contract", K::IntList, D::EmptyList),
-    ], DtypeFromWritten, S::Dot, "batched tensor contraction: batch, lhs free, rhs free"));
+    ], DtypeFromWritten, S::DOT, "batched tensor contraction: batch, lhs free, rhs free"));
     Convolution = numeric(op("convolution", Exactly(2), &[
         req("dims", K::Str),
         attr("window_strides", K::IntList, D::Ones),
@@ -356,16 +355,16 @@ ops! {
         attr("rhs_dilation", K::IntList, D::Ones),
         attr("feature_group_count", K::Int, D::Int(1)),
         attr("batch_group_count", K::Int, D::Int(1)),
-    ], DtypeFromWritten, S::Convolution, "N-d convolution with XLA dimension labels"));
+    ], DtypeFromWritten, ShardingRule::Custom(Custom::Convolution), "N-d convolution with XLA dimension labels"));
     ReduceWindow = OpDef { fusion: Fusion::ReductionRoot, replicates: true, ..numeric(op("reduce_window", Exactly(1), &[
         req("kind", K::Enum(attr::WINDOW_KINDS)),
         req("window", K::IntList),
         attr("strides", K::IntList, D::Ones),
         attr("padding", K::PadList, D::ZeroPairs),
-    ], Inferred, S::Window, "sliding-window reduction (pooling)")) };
-    SelectAndScatterAdd = numeric(op("select_and_scatter_add", Exactly(2), WINDOW, Inferred, S::Window, "gradient of max pooling"));
-    Gather = OpDef { replicates: true, ..index(op("gather", Exactly(2), &[req("axis", K::Dim)], Inferred, S::Gather, "numpy take along one axis (indices clamped)")) };
-    ScatterAdd = numeric(op("scatter_add", Exactly(3), &[req("axis", K::Dim)], Inferred, S::ScatterAdd, "add updates into base at indices along one axis"));
+    ], Inferred, S::window(0), "sliding-window reduction (pooling)")) };
+    SelectAndScatterAdd = numeric(op("select_and_scatter_add", Exactly(2), WINDOW, Inferred, S::window(1), "gradient of max pooling"));
+    Gather = OpDef { replicates: true, ..index(op("gather", Exactly(2), &[req("axis", K::Dim)], Inferred, ShardingRule::Custom(Custom::Gather), "numpy take along one axis (indices clamped)")) };
+    ScatterAdd = numeric(op("scatter_add", Exactly(3), &[req("axis", K::Dim)], Inferred, ShardingRule::Custom(Custom::ScatterAdd), "add updates into base at indices along one axis"));
 
     // ---- section 8: collectives (spmd func only) ----------------------------------
     AllReduce = collective("all_reduce", CollectiveKind::AllReduce, &[req("axes", K::AxisList), req("kind", K::Enum(attr::COLLECTIVE_KINDS))], "reduce over a device group; every member gets the result");
@@ -494,9 +493,70 @@ mod tests {
                 "{o} has sharding rule {:?}",
                 d.sharding
             );
+            assert_eq!(d.sharding == ShardingRule::Transform, d.transform, "{o}");
+            if d.elementwise {
+                assert_eq!(d.sharding, S::ELEMENTWISE, "{o}");
+            }
         }
-        assert_eq!(Opcode::DotGeneral.def().sharding, ShardingRule::Dot);
-        assert_eq!(Opcode::Exp.def().sharding, ShardingRule::Elementwise);
+        assert_eq!(Opcode::DotGeneral.def().sharding, S::DOT);
+    }
+
+    #[test]
+    fn declared_rules_name_declared_attributes_and_groups() {
+        use crate::sharding::{DimTest, Dims, Otherwise, Tensor};
+        for &o in Opcode::ALL {
+            let d = o.def();
+            let has = |a: &str| assert!(d.attrs.iter().any(|x| x.name == a), "{o}'s rule reads undeclared attribute '{a}'");
+            let operands = match d.arity {
+                Exactly(n) | AtLeast(n) => n,
+            };
+            let tensor = |t: Tensor| {
+                if let Tensor::Operand(k) = t {
+                    assert!(k < operands.max(1), "{o}'s rule names operand {k}");
+                }
+            };
+            match d.sharding {
+                ShardingRule::Einsum(e) => {
+                    assert_eq!(e.operands.len(), operands, "{o}: one Dims per operand");
+                    assert_eq!(e.results.len(), 1, "{o}");
+                    let letters: Vec<char> = e.groups.iter().map(|g| g.letter).collect();
+                    for dims in e.operands.iter().chain(e.results) {
+                        let used: Vec<char> = match dims {
+                            Dims::All(c) => vec![*c],
+                            Dims::Seq(cs) => cs.to_vec(),
+                            Dims::Placed { at, rest } => {
+                                for (_, p) in at.iter() {
+                                    has(p.attr());
+                                }
+                                at.iter().map(|x| x.0).chain(*rest).collect()
+                            }
+                        };
+                        for c in used {
+                            assert!(letters.contains(&c), "{o}: group {c} is not declared");
+                        }
+                    }
+                    let reductions = e.groups.iter().any(|g| g.kind == crate::sharding::FactorKind::Reduction);
+                    assert_eq!(reductions, e.reduction.is_some(), "{o}: reduction groups need a Reduction");
+                }
+                ShardingRule::PerDim(p) => {
+                    match p.pass {
+                        DimTest::NotAt(a) | DimTest::NotIn(a) => has(a),
+                        DimTest::Zero(attrs) => attrs.iter().for_each(|a| has(a)),
+                        DimTest::TrivialWindow => ["window", "strides", "padding"].iter().for_each(|a| has(a)),
+                        DimTest::SameSize(a, b) => {
+                            tensor(a);
+                            tensor(b);
+                        }
+                        DimTest::Always => {}
+                    }
+                    match p.otherwise {
+                        Otherwise::Permutation { sized_by } => tensor(Tensor::Operand(sized_by)),
+                        Otherwise::NeedReplication { shared } => shared.iter().for_each(|&t| tensor(t)),
+                    }
+                }
+                _ => {}
+            }
+        }
     }
 
     #[test]

@@ -60,7 +60,7 @@ pub(crate) fn lower(
     // finish it with a collective): partial results then an all_reduce, or a
     // reduce_scatter when the result is wanted split over the same axes, beat
     // moving the operands.
-    let reducible = reduction_kind(f, inst).is_some();
+    let reducible = rule.completion.is_some();
     for fi in 0..nf {
         if rule.kinds[fi] != FactorKind::Reduction || !reducible {
             continue;
@@ -159,8 +159,8 @@ pub(crate) fn lower(
         .flatten()
         .collect();
     let mut have = computed.clone();
-    if !red_axes.is_empty() {
-        let kind = reduction_kind(f, inst).unwrap();
+    if let (false, Some(completion)) = (red_axes.is_empty(), rule.completion) {
+        let kind = completion.kind.name();
         let target = &targets[0];
         // reduce_scatter when the target splits one dim by exactly these axes next.
         let scatter_dim = (0..have.len()).find(|&d| {
@@ -170,7 +170,7 @@ pub(crate) fn lower(
                 && (0..have.len()).all(|e| e == d || target[e] == have[e])
                 && p.ty(v).shape[d] % mesh.group_size(red_axes.iter().map(|x| x.as_str())) == 0
         });
-        let why = format!("{op} %{name} has its {} split over {}: partial results", reduced_what(op), red_axes.join(", "));
+        let why = format!("{op} %{name} has its {} split over {}: partial results", completion.what, red_axes.join(", "));
         let axes_attr = AttrValue::List(red_axes.iter().map(|a| AttrValue::Ident(a.clone())).collect());
         if let Some(d) = scatter_dim {
             let r = p.b().build(
@@ -197,34 +197,6 @@ pub(crate) fn lower(
     let v = p.reshard(v, &global, &have, &targets[0], &format!("sharding of %{name}"));
     env.insert(inst.results[0], Local { v, axes: targets[0].clone() });
     Ok(())
-}
-
-fn reduced_what(op: Opcode) -> &'static str {
-    match op {
-        Opcode::DotGeneral => "contracting dimension",
-        Opcode::Convolution => "input feature dimension",
-        _ => "reduced dimension",
-    }
-}
-
-/// The all_reduce kind that finishes a split reduction of this op, if any.
-fn reduction_kind(f: &Function, inst: &InstData) -> Option<&'static str> {
-    match inst.op {
-        Opcode::DotGeneral | Opcode::Convolution => Some("sum"),
-        Opcode::Reduce => {
-            let dt = f.ty(inst.operands[0]).dtype;
-            match inst.attr("kind").and_then(|k| k.as_ident()) {
-                Some("sum") if !dt.is_pred() => Some("sum"),
-                Some("prod") if !dt.is_pred() => Some("prod"),
-                Some("max") => Some("max"),
-                Some("min") => Some("min"),
-                Some("sum") | Some("or") if dt.is_pred() => Some("max"),
-                Some("prod") | Some("and") if dt.is_pred() => Some("min"),
-                _ => None,
-            }
-        }
-        _ => None,
-    }
 }
 
 /// Emits the op on local operands.

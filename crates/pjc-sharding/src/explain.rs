@@ -1,8 +1,12 @@
 //! `pjc explain`: for every value its global shape, sharding, per-device shape
-//! and where its sharding came from, plus a picture of which device holds which
-//! block for split 1-D and 2-D arrays (like JAX's `visualize_array_sharding`).
+//! and where its sharding came from, a picture of which device holds which
+//! block for split 1-D and 2-D arrays (like JAX's `visualize_array_sharding`),
+//! and every instruction's factor rule in Shardy's notation — the very
+//! instance propagation and the partitioner use.
 
 use crate::propagate::{Propagation, Slot};
+use crate::rules::factor_rule;
+use pjc_dialects::ShardingRule;
 use pjc_ir::infer::local_type;
 use pjc_ir::{FuncKind, Mesh, Module, Sharding, TensorType};
 use std::fmt::Write;
@@ -93,8 +97,40 @@ pub fn explain(m: &Module, p: &Propagation) -> String {
                 out.push_str(pic);
             }
         }
+        if f.kind == FuncKind::Global {
+            factor_rules(&mut out, f);
+        }
     }
     out
+}
+
+/// Each instruction's factor rule, as propagation and the partitioner use it
+/// (instantiated from the op table's declaration).
+fn factor_rules(out: &mut String, f: &pjc_ir::Function) {
+    let mut rows: Vec<[String; 3]> = vec![];
+    for &i in &f.body {
+        let inst = &f.insts[i];
+        if matches!(inst.op.def().sharding, ShardingRule::Call | ShardingRule::Manual | ShardingRule::Transform) {
+            continue;
+        }
+        let name = format!("%{}", f.values[inst.results[0]].name);
+        rows.push([name, inst.op.name().to_string(), factor_rule(f, inst).notation()]);
+    }
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\n  factor rules (Shardy notation; what propagation and the partitioner use):");
+    let w0 = rows.iter().map(|r| r[0].chars().count()).max().unwrap_or(0);
+    let w1 = rows.iter().map(|r| r[1].chars().count()).max().unwrap_or(0);
+    for [name, op, rule] in &rows {
+        let mut s = String::from("  ");
+        pad_right(&mut s, name, w0);
+        s.push_str("  ");
+        pad_right(&mut s, op, w1);
+        s.push_str("  ");
+        s.push_str(rule);
+        let _ = writeln!(out, "{s}");
+    }
 }
 
 // Padding by hand: `format!`'s `{:<width$}` panics for widths above 65535,

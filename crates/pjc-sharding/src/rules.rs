@@ -1,21 +1,28 @@
-//! Instantiates an op's factor-rule family (`pjc_dialects::ShardingRule`) for
-//! one instruction: which factor each dimension of each operand and result is
-//! made of, and what kind each factor is.
+//! Instantiates an op's factor rule for one instruction: which factors each
+//! dimension of each operand and result is made of, what kind each factor is,
+//! and how split reductions are completed. Most ops declare their rule in the
+//! op table (`pjc_dialects::sharding`: an [`Einsum`] or a [`PerDim`] rule,
+//! instantiated here from the instruction's attributes and types); reshape,
+//! convolution, gather and scatter_add are written by hand in `rules/`.
+//! Propagation, the partitioner and `pjc explain`'s notation
+//! ([`FactorRule::notation`]) all use this one instance.
 
-use pjc_dialects::ShardingRule;
-use pjc_ir::infer::{parse_conv_labels, resolved_attr};
-use pjc_ir::{Function, InstData, TensorType};
+mod conv;
+mod gather;
+mod reshape;
 
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
-pub enum FactorKind {
-    /// Sharding it on one tensor shards it the same way on all tensors it appears in.
-    Pass,
-    /// Appears only in operands; sharding it leaves partial results to reduce.
-    Reduction,
-    /// Cannot be split: such dims stay replicated unless annotated.
-    NeedReplication,
-    /// Splitting needs neighbour exchange (halo, reversal); still propagated.
-    Permutation,
+pub use pjc_dialects::FactorKind;
+use pjc_dialects::sharding::{Combine, Custom, DimTest, Dims, Einsum, Otherwise, PerDim, Place, ShardingRule, Tensor};
+use pjc_ir::{AttrError, Attrs, Function, InstData, ReduceKind, TensorType};
+
+/// How the partitioner completes the partial results left by split reduction
+/// factors.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Completion {
+    /// The collective kind (`all_reduce`/`reduce_scatter`).
+    pub kind: ReduceKind,
+    /// What the reduction factors are, for explanations ("contracting dimension").
+    pub what: &'static str,
 }
 
 /// A factor rule instance: `dims[t][d]` lists the factors (major to minor) that
@@ -26,19 +33,29 @@ pub struct FactorRule {
     /// The size of each factor.
     pub sizes: Vec<u64>,
     pub dims: Vec<Vec<Vec<usize>>>,
+    /// How many of the tensors are operands.
+    pub operands: usize,
+    /// `None` where split reduction factors cannot be completed by a
+    /// collective (they then stay unsplit), or where there are none.
+    pub completion: Option<Completion>,
+    /// The name of each factor in [`FactorRule::notation`]: for an
+    /// [`Einsum`], its group's letter (with the element's index where the
+    /// group has several); empty for the other rules, whose factors are
+    /// lettered in order from `i`.
+    pub names: Vec<String>,
 }
 
 impl FactorRule {
-    fn with_tensors(types: &[&TensorType]) -> FactorRule {
-        FactorRule { kinds: vec![], sizes: vec![], dims: types.iter().map(|t| vec![vec![]; t.rank()]).collect() }
+    pub(crate) fn with_tensors(operands: usize, types: &[&TensorType]) -> FactorRule {
+        FactorRule { dims: types.iter().map(|t| vec![vec![]; t.rank()]).collect(), operands, ..FactorRule::default() }
     }
-    fn factor(&mut self, kind: FactorKind, size: u64) -> usize {
+    pub(crate) fn factor(&mut self, kind: FactorKind, size: u64) -> usize {
         self.kinds.push(kind);
         self.sizes.push(size);
         self.kinds.len() - 1
     }
     /// A new factor of dimension `d` of tensor `t` and of every other (tensor, dim) listed.
-    fn link(&mut self, kind: FactorKind, size: u64, at: &[(usize, usize)]) {
+    pub(crate) fn link(&mut self, kind: FactorKind, size: u64, at: &[(usize, usize)]) {
         if size <= 1 {
             return; // a size-1 dimension cannot be split
         }
@@ -50,11 +67,59 @@ impl FactorRule {
 
     /// Identity between two tensors of the same shape (calls, returns).
     pub fn identity(t: &TensorType) -> FactorRule {
-        let mut r = FactorRule::with_tensors(&[t, t]);
+        let mut r = FactorRule::with_tensors(1, &[t, t]);
         for d in 0..t.rank() {
             r.link(FactorKind::Pass, t.shape[d], &[(0, d), (1, d)]);
         }
         r
+    }
+
+    /// The rule in Shardy's notation: each tensor's dims as factor names (`_`
+    /// for a dim with no factor, several names for a dim made of several),
+    /// the factor sizes, and the factors of each non-pass-through kind —
+    /// `([i, k], [k, j]) -> ([i, j]) {i=8, j=6, k=4} reduction={k}`.
+    pub fn notation(&self) -> String {
+        let named = self.names.len() == self.kinds.len();
+        let name = |f: usize| if named { self.names[f].clone() } else { factor_name(f, self.kinds.len()) };
+        // Several factors of one dim are written together (`ij`) where every
+        // name is one letter, else joined by `*`.
+        let short = if named { self.names.iter().all(|n| n.chars().count() == 1) } else { self.kinds.len() <= LETTERS.len() };
+        let tensor = |dims: &Vec<Vec<usize>>| {
+            let ds: Vec<String> = dims
+                .iter()
+                .map(|fs| match fs.len() {
+                    0 => "_".to_string(),
+                    _ if short => fs.iter().map(|&f| name(f)).collect(),
+                    _ => fs.iter().map(|&f| name(f)).collect::<Vec<_>>().join("*"),
+                })
+                .collect();
+            format!("[{}]", ds.join(", "))
+        };
+        let side = |ts: &[Vec<Vec<usize>>]| ts.iter().map(tensor).collect::<Vec<_>>().join(", ");
+        let mut out = format!("({}) -> ({})", side(&self.dims[..self.operands]), side(&self.dims[self.operands..]));
+        if !self.sizes.is_empty() {
+            let sizes: Vec<String> = self.sizes.iter().enumerate().map(|(f, s)| format!("{}={s}", name(f))).collect();
+            out.push_str(&format!(" {{{}}}", sizes.join(", ")));
+        }
+        for kind in [FactorKind::Reduction, FactorKind::NeedReplication, FactorKind::Permutation] {
+            let fs: Vec<String> = (0..self.kinds.len()).filter(|&f| self.kinds[f] == kind).map(name).collect();
+            if !fs.is_empty() {
+                out.push_str(&format!(" {}={{{}}}", kind.keyword().unwrap(), fs.join(", ")));
+            }
+        }
+        out
+    }
+}
+
+/// Factor names in order (Shardy's start at `i`).
+const LETTERS: &str = "ijklmnopqrstuvwxyzabcdefgh";
+
+/// The name of factor `f` of a rule with `count` factors: a letter, or `f<N>`
+/// for rules with more factors than letters.
+fn factor_name(f: usize, count: usize) -> String {
+    match LETTERS.chars().nth(f) {
+        Some(c) if count <= LETTERS.len() => c.to_string(),
+        _ => format!("f{f}"),
     }
 }
 
@@ -82,363 +147,204 @@ pub fn split_axes(mesh: &pjc_ir::Mesh, axes: &[String], factors: &[usize], sizes
     out
 }
 
-fn ints(inst: &InstData, name: &str, ops: &[&TensorType]) -> Vec<i64> {
-    resolved_attr(inst, name, ops).and_then(|v| v.as_ints()).unwrap_or_default()
-}
-
-fn pairs(inst: &InstData, name: &str, ops: &[&TensorType]) -> Vec<(i64, i64)> {
-    resolved_attr(inst, name, ops).and_then(|v| v.as_pairs()).unwrap_or_default()
-}
-
 /// The factor rule of `inst` in `f` (operands, then results). Ops without
-/// propagation (collectives, calls, transforms) get a rule with no factors.
+/// propagation (collectives, calls, transforms) get a rule with no factors, as
+/// does an instruction whose attributes do not fit its rule (verified
+/// instructions always fit).
 pub fn factor_rule(f: &Function, inst: &InstData) -> FactorRule {
-    use FactorKind::*;
     let ops: Vec<&TensorType> = inst.operands.iter().map(|&v| f.ty(v)).collect();
-    let res: Vec<&TensorType> = inst.results.iter().map(|&v| f.ty(v)).collect();
-    let all: Vec<&TensorType> = ops.iter().chain(res.iter()).copied().collect();
-    let mut r = FactorRule::with_tensors(&all);
-    let n = ops.len(); // index of the (first) result
-    let out = res.first().copied();
-    match inst.op.def().sharding {
-        ShardingRule::Elementwise => {
-            let out = out.unwrap();
-            for d in 0..out.rank() {
-                let mut at: Vec<(usize, usize)> = (0..n).filter(|&t| ops[t].rank() == out.rank()).map(|t| (t, d)).collect();
-                at.push((n, d));
-                r.link(Pass, out.shape[d], &at);
-            }
+    let all: Vec<&TensorType> = inst.operands.iter().chain(&inst.results).map(|&v| f.ty(v)).collect();
+    let n = ops.len();
+    let a = Attrs::new(inst, &ops);
+    let mut r = FactorRule::with_tensors(n, &all);
+    let built = match inst.op.def().sharding {
+        ShardingRule::Einsum(e) => einsum(&mut r, &e, &a, &all),
+        ShardingRule::PerDim(p) => per_dim(&mut r, &p, &a, &all, n),
+        ShardingRule::Custom(Custom::Reshape) => {
+            reshape::rule(&mut r, all[0], all[n], n);
+            Ok(())
         }
-        ShardingRule::Source => {
-            let out = out.unwrap();
-            for d in 0..out.rank() {
-                r.link(Pass, out.shape[d], &[(n, d)]);
-            }
-        }
-        ShardingRule::Broadcast => {
-            let out = out.unwrap();
-            let dims = ints(inst, "dims", &ops);
-            for d in 0..out.rank() {
-                match dims.iter().position(|&x| x as usize == d) {
-                    Some(i) if ops[0].shape[i] == out.shape[d] => r.link(Pass, out.shape[d], &[(0, i), (n, d)]),
-                    _ => r.link(Pass, out.shape[d], &[(n, d)]),
-                }
-            }
-        }
-        ShardingRule::Reshape => reshape_rule(&mut r, ops[0], out.unwrap(), n),
-        ShardingRule::Transpose => {
-            let perm = ints(inst, "perm", &ops);
-            for (i, &p) in perm.iter().enumerate() {
-                r.link(Pass, ops[0].shape[p as usize], &[(0, p as usize), (n, i)]);
-            }
-        }
-        ShardingRule::Slice | ShardingRule::DynamicSlice => {
-            let out = out.unwrap();
-            let unchanged = |d: usize| {
-                if inst.op == pjc_ir::Opcode::Slice {
-                    let (s, l, st) = (ints(inst, "start", &ops), ints(inst, "limit", &ops), ints(inst, "stride", &ops));
-                    s[d] == 0 && l[d] as u64 == ops[0].shape[d] && st[d] == 1
-                } else {
-                    ops[0].shape[d] == out.shape[d]
-                }
-            };
-            for d in 0..out.rank() {
-                if unchanged(d) {
-                    r.link(Pass, out.shape[d], &[(0, d), (n, d)]);
-                } else {
-                    r.link(NeedReplication, ops[0].shape[d], &[(0, d)]);
-                    r.link(NeedReplication, out.shape[d], &[(n, d)]);
-                }
-            }
-        }
-        ShardingRule::Concat => {
-            let out = out.unwrap();
-            let dim = resolved_attr(inst, "dim", &ops).and_then(|v| v.as_int()).unwrap_or(0) as usize;
-            for d in 0..out.rank() {
-                if d == dim {
-                    for t in 0..n {
-                        r.link(NeedReplication, ops[t].shape[d], &[(t, d)]);
-                    }
-                    r.link(NeedReplication, out.shape[d], &[(n, d)]);
-                } else {
-                    let at: Vec<(usize, usize)> = (0..=n).map(|t| (t, d)).collect();
-                    r.link(Pass, out.shape[d], &at);
-                }
-            }
-        }
-        ShardingRule::DynamicUpdateSlice => {
-            let out = out.unwrap();
-            for d in 0..out.rank() {
-                if ops[1].shape[d] == out.shape[d] {
-                    r.link(Pass, out.shape[d], &[(0, d), (1, d), (n, d)]);
-                } else {
-                    // Where the update is smaller, which device it lands on depends
-                    // on run-time indices: the dim cannot be split.
-                    r.link(NeedReplication, out.shape[d], &[(0, d), (n, d)]);
-                    r.link(NeedReplication, ops[1].shape[d], &[(1, d)]);
-                }
-            }
-        }
-        ShardingRule::Pad => {
-            let out = out.unwrap();
-            let (lo, hi, int) = (ints(inst, "low", &ops), ints(inst, "high", &ops), ints(inst, "interior", &ops));
-            for d in 0..out.rank() {
-                if lo[d] == 0 && hi[d] == 0 && int[d] == 0 {
-                    r.link(Pass, out.shape[d], &[(0, d), (n, d)]);
-                } else {
-                    r.link(NeedReplication, ops[0].shape[d], &[(0, d)]);
-                    r.link(NeedReplication, out.shape[d], &[(n, d)]);
-                }
-            }
-        }
-        ShardingRule::Reverse => {
-            let out = out.unwrap();
-            let dims = ints(inst, "dims", &ops);
-            for d in 0..out.rank() {
-                let kind = if dims.contains(&(d as i64)) { Permutation } else { Pass };
-                r.link(kind, out.shape[d], &[(0, d), (n, d)]);
-            }
-        }
-        ShardingRule::Reduce | ShardingRule::ArgReduce => {
-            let reduced: Vec<usize> = if inst.op == pjc_ir::Opcode::Reduce {
-                ints(inst, "dims", &ops).iter().map(|&d| d as usize).collect()
-            } else {
-                vec![resolved_attr(inst, "dim", &ops).and_then(|v| v.as_int()).unwrap_or(0) as usize]
-            };
-            let kind = if inst.op == pjc_ir::Opcode::Reduce { Reduction } else { NeedReplication };
-            let mut k = 0;
-            for d in 0..ops[0].rank() {
-                if reduced.contains(&d) {
-                    r.link(kind, ops[0].shape[d], &[(0, d)]);
-                } else {
-                    r.link(Pass, ops[0].shape[d], &[(0, d), (n, k)]);
-                    k += 1;
-                }
-            }
-        }
-        ShardingRule::Dot => {
-            let (l, rr) = (ops[0], ops[1]);
-            let (lb, rb) = (ints(inst, "lhs_batch", &ops), ints(inst, "rhs_batch", &ops));
-            let (lc, rc) = (ints(inst, "lhs_contract", &ops), ints(inst, "rhs_contract", &ops));
-            let mut k = 0;
-            for (&a, &b) in lb.iter().zip(&rb) {
-                r.link(Pass, l.shape[a as usize], &[(0, a as usize), (1, b as usize), (n, k)]);
-                k += 1;
-            }
-            for d in 0..l.rank() as i64 {
-                if !lb.contains(&d) && !lc.contains(&d) {
-                    r.link(Pass, l.shape[d as usize], &[(0, d as usize), (n, k)]);
-                    k += 1;
-                }
-            }
-            for d in 0..rr.rank() as i64 {
-                if !rb.contains(&d) && !rc.contains(&d) {
-                    r.link(Pass, rr.shape[d as usize], &[(1, d as usize), (n, k)]);
-                    k += 1;
-                }
-            }
-            for (&a, &b) in lc.iter().zip(&rc) {
-                r.link(Reduction, l.shape[a as usize], &[(0, a as usize), (1, b as usize)]);
-            }
-        }
-        ShardingRule::Convolution => conv_rule(&mut r, inst, &ops, out.unwrap(), n),
-        ShardingRule::Window => {
-            let (window, strides, padding) = (ints(inst, "window", &ops), ints(inst, "strides", &ops), pairs(inst, "padding", &ops));
-            let out = out.unwrap();
-            // reduce_window: (operand) -> result; select_and_scatter_add: (source, operand) -> result.
-            let operand = if inst.op == pjc_ir::Opcode::SelectAndScatterAdd { 1 } else { 0 };
-            for d in 0..out.rank() {
-                let trivial = window[d] == 1 && strides[d] == 1 && padding[d] == (0, 0);
-                let kind = if trivial { Pass } else { Permutation };
-                let at: Vec<(usize, usize)> = (0..=n).map(|t| (t, d)).collect();
-                r.link(kind, ops[operand].shape[d], &at);
-            }
-        }
-        ShardingRule::Gather | ShardingRule::ScatterAdd => {
-            let axis = resolved_attr(inst, "axis", &ops).and_then(|v| v.as_int()).unwrap_or(0) as usize;
-            let (table, idx) = (ops[0], ops[1]);
-            let ir = idx.rank();
-            let scatter = inst.op == pjc_ir::Opcode::ScatterAdd;
-            // The gathered shape is table[:axis] + idx + table[axis+1:]: the result
-            // for gather, the updates (operand 2) for scatter_add.
-            let g = if scatter { 2 } else { n };
-            for d in 0..table.rank() {
-                if d == axis {
-                    let mut at = vec![(0, d)];
-                    if scatter {
-                        at.push((n, d));
-                    }
-                    r.link(NeedReplication, table.shape[d], &at);
-                } else {
-                    let gd = if d < axis { d } else { d - 1 + ir };
-                    let mut at = vec![(0, d), (g, gd)];
-                    if scatter {
-                        at.push((n, d));
-                    }
-                    r.link(Pass, table.shape[d], &at);
-                }
-            }
-            for d in 0..ir {
-                let kind = if scatter { Reduction } else { Pass };
-                r.link(kind, idx.shape[d], &[(1, d), (g, axis + d)]);
-            }
-        }
-        ShardingRule::Manual | ShardingRule::Call | ShardingRule::Transform => {}
+        ShardingRule::Custom(Custom::Convolution) => conv::rule(&mut r, &a, &ops, all[n], n),
+        ShardingRule::Custom(Custom::Gather) => gather::rule(&mut r, &a, &ops, n, false),
+        ShardingRule::Custom(Custom::ScatterAdd) => gather::rule(&mut r, &a, &ops, n, true),
+        ShardingRule::Call | ShardingRule::Manual | ShardingRule::Transform => Ok(()),
+    };
+    match built {
+        Ok(()) => r,
+        Err(_) => FactorRule::with_tensors(n, &all),
     }
-    r
 }
 
-/// Reshape: dims are split into the common refinement of the two shapes; where
-/// no refinement exists (e.g. [6,4] -> [4,6]) the dims involved need replication.
-fn reshape_rule(r: &mut FactorRule, a: &TensorType, b: &TensorType, n: usize) {
-    use FactorKind::*;
-    // Walk both shapes, ignoring size-1 dims, in groups between common boundaries.
-    let (sa, sb) = (&a.shape, &b.shape);
-    let (mut i, mut j) = (0, 0);
-    loop {
-        while i < sa.len() && sa[i] == 1 {
-            i += 1;
+fn bad(what: String) -> AttrError {
+    AttrError(what)
+}
+
+/// Instantiates an [`Einsum`]: labels every dim of every tensor with a group
+/// element, then makes one factor per element, in the order of the groups,
+/// named after its group.
+fn einsum(r: &mut FactorRule, e: &Einsum, a: &Attrs, all: &[&TensorType]) -> Result<(), AttrError> {
+    let layouts: Vec<&Dims> = e.operands.iter().chain(e.results).collect();
+    if layouts.len() != all.len() {
+        return Err(bad(format!("{} tensors for a rule of {}", all.len(), layouts.len())));
+    }
+    // The dims each attribute places, in the order of their group's elements.
+    let placed = |p: &Place| -> Result<Vec<usize>, AttrError> {
+        Ok(match p {
+            Place::List(name) => a.indices(name)?,
+            Place::Set(name) => {
+                let mut v = a.indices(name)?;
+                v.sort_unstable();
+                v
+            }
+            Place::One(name) => vec![a.index(name)?],
+        })
+    };
+    // How many elements each group has, from the tensors that define it.
+    let mut count: Vec<Option<usize>> = vec![None; e.groups.len()];
+    let group = |c: char| e.groups.iter().position(|g| g.letter == c).ok_or_else(|| bad(format!("undeclared group {c}")));
+    for (t, l) in layouts.iter().enumerate() {
+        match l {
+            Dims::All(c) => {
+                count[group(*c)?].get_or_insert(all[t].rank());
+            }
+            Dims::Placed { at, rest } => {
+                let mut used = 0;
+                for (c, p) in at.iter() {
+                    let k = placed(p)?.len();
+                    used += k;
+                    count[group(*c)?].get_or_insert(k);
+                }
+                if let Some(c) = rest {
+                    count[group(*c)?].get_or_insert(all[t].rank().saturating_sub(used));
+                }
+            }
+            Dims::Seq(_) => {}
         }
-        while j < sb.len() && sb[j] == 1 {
-            j += 1;
+    }
+    // The (group, element) of each dim of each tensor.
+    fn set(lab: &mut [Option<(usize, usize)>], d: usize, ge: (usize, usize)) -> Result<(), AttrError> {
+        match lab.get_mut(d) {
+            Some(x @ None) => {
+                *x = Some(ge);
+                Ok(())
+            }
+            _ => Err(bad(format!("dim {d} placed twice or out of range"))),
         }
-        if i >= sa.len() || j >= sb.len() {
-            break;
-        }
-        // Grow a group until the products match.
-        let (gi, gj) = (i, j);
-        let (mut pa, mut pb) = (sa[i], sb[j]);
-        i += 1;
-        j += 1;
-        while pa != pb {
-            if pa < pb {
-                pa *= sa[i];
-                i += 1;
-            } else {
-                pb *= sb[j];
-                j += 1;
+    }
+    let mut label: Vec<Vec<(usize, usize)>> = vec![];
+    for (t, l) in layouts.iter().enumerate() {
+        let rank = all[t].rank();
+        let mut lab: Vec<Option<(usize, usize)>> = vec![None; rank];
+        match l {
+            Dims::All(c) => {
+                let g = group(*c)?;
+                for d in 0..rank {
+                    set(&mut lab, d, (g, d))?;
+                }
+            }
+            Dims::Seq(cs) => {
+                let mut d = 0;
+                for &c in cs.iter() {
+                    let g = group(c)?;
+                    for k in 0..count[g].ok_or_else(|| bad(format!("group {c} has no size")))? {
+                        set(&mut lab, d, (g, k))?;
+                        d += 1;
+                    }
+                }
+            }
+            Dims::Placed { at, rest } => {
+                for (c, p) in at.iter() {
+                    let g = group(*c)?;
+                    for (k, d) in placed(p)?.into_iter().enumerate() {
+                        set(&mut lab, d, (g, k))?;
+                    }
+                }
+                if let Some(c) = rest {
+                    let g = group(*c)?;
+                    let free: Vec<usize> = (0..rank).filter(|&d| lab[d].is_none()).collect();
+                    for (k, d) in free.into_iter().enumerate() {
+                        set(&mut lab, d, (g, k))?;
+                    }
+                }
             }
         }
-        // Boundaries of running products inside the group, from both sides.
-        let mut bounds: Vec<u64> = vec![];
-        let mut p = 1;
-        for &s in &sa[gi..i] {
-            p *= s;
-            bounds.push(p);
-        }
-        p = 1;
-        for &s in &sb[gj..j] {
-            p *= s;
-            bounds.push(p);
-        }
-        bounds.sort_unstable();
-        bounds.dedup();
-        let mut prev = 1;
-        let ok = bounds.iter().all(|&q| {
-            let good = q % prev == 0;
-            prev = q;
-            good
-        });
-        if !ok {
-            for d in gi..i {
-                r.link(NeedReplication, sa[d], &[(0, d)]);
+        label.push(lab.into_iter().collect::<Option<Vec<_>>>().ok_or_else(|| bad(format!("tensor {t} has dims no group covers")))?);
+    }
+    // One factor per group element, of its largest dim's size, on the dims of that size.
+    for (g, grp) in e.groups.iter().enumerate() {
+        for k in 0..count[g].unwrap_or(0) {
+            let members: Vec<(usize, usize)> = (0..all.len())
+                .flat_map(|t| (0..all[t].rank()).map(move |d| (t, d)))
+                .filter(|&(t, d)| label[t][d] == (g, k))
+                .collect();
+            let size = members.iter().map(|&(t, d)| all[t].shape[d]).max().unwrap_or(0);
+            let at: Vec<(usize, usize)> = members.into_iter().filter(|&(t, d)| all[t].shape[d] == size).collect();
+            let before = r.kinds.len();
+            r.link(grp.kind, size, &at);
+            if r.kinds.len() > before {
+                r.names.push(if count[g] == Some(1) { grp.letter.to_string() } else { format!("{}{k}", grp.letter) });
             }
-            for d in gj..j {
-                r.link(NeedReplication, sb[d], &[(n, d)]);
-            }
+        }
+    }
+    r.completion = match e.reduction.map(|x| (x.combine, x.what)) {
+        Some((Combine::Sum, what)) => Some(Completion { kind: ReduceKind::Sum, what }),
+        Some((Combine::Kind, what)) => a.reduce_kind()?.collective_for(all[0].dtype).map(|kind| Completion { kind, what }),
+        None => None,
+    };
+    Ok(())
+}
+
+/// Instantiates a [`PerDim`] rule: tensors of the result's rank, dim by dim.
+fn per_dim(r: &mut FactorRule, p: &PerDim, a: &Attrs, all: &[&TensorType], n: usize) -> Result<(), AttrError> {
+    let out = all[n];
+    let rank = out.rank();
+    let tensor = |t: Tensor| match t {
+        Tensor::Operand(k) => k,
+        Tensor::Result => n,
+    };
+    let part: Vec<usize> = (0..=n).filter(|&t| all[t].rank() == rank).collect();
+    let passes: Vec<bool> = match p.pass {
+        DimTest::Always => vec![true; rank],
+        DimTest::NotAt(name) => {
+            let at = a.index(name)?;
+            (0..rank).map(|d| d != at).collect()
+        }
+        DimTest::NotIn(name) => {
+            let listed = a.indices(name)?;
+            (0..rank).map(|d| !listed.contains(&d)).collect()
+        }
+        DimTest::SameSize(x, y) => {
+            let (x, y) = (all[tensor(x)], all[tensor(y)]);
+            (0..rank).map(|d| x.shape.get(d) == y.shape.get(d)).collect()
+        }
+        DimTest::Zero(names) => {
+            let lists = names.iter().map(|name| a.ints(name)).collect::<Result<Vec<_>, _>>()?;
+            (0..rank).map(|d| lists.iter().all(|l| l.get(d) == Some(&0))).collect()
+        }
+        DimTest::TrivialWindow => {
+            let (w, s, pad) = (a.ints("window")?, a.ints("strides")?, a.pairs("padding")?);
+            (0..rank).map(|d| w.get(d) == Some(&1) && s.get(d) == Some(&1) && pad.get(d) == Some(&(0, 0))).collect()
+        }
+    };
+    for (d, &pass) in passes.iter().enumerate() {
+        let every: Vec<(usize, usize)> = part.iter().map(|&t| (t, d)).collect();
+        if pass {
+            r.link(FactorKind::Pass, out.shape[d], &every);
             continue;
         }
-        // One factor per refinement step, attached to the dim of each side that contains it.
-        let mut prev = 1;
-        let (mut da, mut db) = (gi, gj);
-        let (mut ea, mut eb) = (sa[gi], sb[gj]); // running product at the end of the current dim
-        for &q in &bounds {
-            let size = q / prev;
-            if size > 1 {
-                let f = r.factor(Pass, size);
-                r.dims[0][da].push(f);
-                r.dims[n][db].push(f);
-            }
-            prev = q;
-            if q == ea && da + 1 < i {
-                da += 1;
-                while da < i && sa[da] == 1 {
-                    da += 1;
+        match p.otherwise {
+            Otherwise::Permutation { sized_by } => r.link(FactorKind::Permutation, all[sized_by].shape[d], &every),
+            Otherwise::NeedReplication { shared } => {
+                let shared: Vec<usize> = shared.iter().map(|&t| tensor(t)).filter(|t| part.contains(t)).collect();
+                if let Some(&first) = shared.first() {
+                    let at: Vec<(usize, usize)> = shared.iter().map(|&t| (t, d)).collect();
+                    r.link(FactorKind::NeedReplication, all[first].shape[d], &at);
                 }
-                ea *= sa[da.min(i - 1)];
-            }
-            if q == eb && db + 1 < j {
-                db += 1;
-                while db < j && sb[db] == 1 {
-                    db += 1;
+                for &t in part.iter().filter(|t| !shared.contains(t)) {
+                    r.link(FactorKind::NeedReplication, all[t].shape[d], &[(t, d)]);
                 }
-                eb *= sb[db.min(j - 1)];
             }
         }
     }
-}
-
-fn conv_rule(r: &mut FactorRule, inst: &InstData, ops: &[&TensorType], out: &TensorType, n: usize) {
-    use FactorKind::*;
-    let (x, k) = (ops[0], ops[1]);
-    let Some(labels) = resolved_attr(inst, "dims", ops).and_then(|v| v.as_str().map(str::to_string)) else { return };
-    let Ok(l) = parse_conv_labels(&labels, x.rank()) else { return };
-    let int = |name: &str| resolved_attr(inst, name, ops).and_then(|v| v.as_int()).unwrap_or(1);
-    let (fgc, bgc) = (int("feature_group_count"), int("batch_group_count"));
-    let (strides, padding) = (ints(inst, "window_strides", ops), pairs(inst, "padding", ops));
-    let (ld, rd) = (ints(inst, "lhs_dilation", ops), ints(inst, "rhs_dilation", ops));
-    if bgc == 1 {
-        r.link(Pass, x.shape[l.in_batch], &[(0, l.in_batch), (n, l.out_batch)]);
-    } else {
-        r.link(NeedReplication, x.shape[l.in_batch], &[(0, l.in_batch)]);
-        r.link(NeedReplication, out.shape[l.out_batch], &[(n, l.out_batch)]);
-    }
-    if fgc == 1 && bgc == 1 {
-        r.link(Reduction, x.shape[l.in_feature], &[(0, l.in_feature), (1, l.k_in)]);
-        r.link(Pass, k.shape[l.k_out], &[(1, l.k_out), (n, l.out_feature)]);
-    } else {
-        r.link(NeedReplication, x.shape[l.in_feature], &[(0, l.in_feature)]);
-        r.link(NeedReplication, k.shape[l.k_in], &[(1, l.k_in)]);
-        r.link(NeedReplication, k.shape[l.k_out], &[(1, l.k_out)]);
-        r.link(NeedReplication, out.shape[l.out_feature], &[(n, l.out_feature)]);
-    }
-    for s in 0..l.in_spatial.len() {
-        let trivial = k.shape[l.k_spatial[s]] == 1 && strides[s] == 1 && padding[s] == (0, 0) && ld[s] == 1 && rd[s] == 1;
-        let kind = if trivial { Pass } else { Permutation };
-        r.link(kind, x.shape[l.in_spatial[s]], &[(0, l.in_spatial[s]), (n, l.out_spatial[s])]);
-        r.link(NeedReplication, k.shape[l.k_spatial[s]], &[(1, l.k_spatial[s])]);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use pjc_ir::DType;
-
-    fn t(s: &[u64]) -> TensorType {
-        TensorType::new(DType::F32, s.to_vec())
-    }
-
-    #[test]
-    fn reshape_merges_and_splits_share_factors() {
-        let mut r = FactorRule::with_tensors(&[&t(&[4, 6]), &t(&[24])]);
-        reshape_rule(&mut r, &t(&[4, 6]), &t(&[24]), 1);
-        assert_eq!(r.sizes, vec![4, 6]);
-        assert_eq!(r.dims, vec![vec![vec![0], vec![1]], vec![vec![0, 1]]]);
-        let mut r = FactorRule::with_tensors(&[&t(&[2, 6, 4]), &t(&[12, 4])]);
-        reshape_rule(&mut r, &t(&[2, 6, 4]), &t(&[12, 4]), 1);
-        assert_eq!(r.dims, vec![vec![vec![0], vec![1], vec![2]], vec![vec![0, 1], vec![2]]]);
-    }
-
-    #[test]
-    fn reshape_without_refinement_needs_replication() {
-        let mut r = FactorRule::with_tensors(&[&t(&[6, 4]), &t(&[4, 6])]);
-        reshape_rule(&mut r, &t(&[6, 4]), &t(&[4, 6]), 1);
-        assert!(r.kinds.iter().all(|k| *k == FactorKind::NeedReplication));
-        // [6,4] -> [3,8]: bounds 3,6,24 and... 6/3=2, 24/6=4 but 8 does not end at a shared bound.
-        let mut r = FactorRule::with_tensors(&[&t(&[6, 4]), &t(&[3, 8])]);
-        reshape_rule(&mut r, &t(&[6, 4]), &t(&[3, 8]), 1);
-        assert_eq!(r.sizes, vec![3, 2, 4]);
-        assert_eq!(r.dims, vec![vec![vec![0, 1], vec![2]], vec![vec![0], vec![1, 2]]]);
-    }
+    Ok(())
 }
