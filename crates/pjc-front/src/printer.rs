@@ -5,7 +5,7 @@
 //! as the same value of their dtype, spelled like Python's `repr`. Printing is a
 //! fixed point: `print(parse(print(m))) == print(m)`.
 
-use pjc_ir::infer::{default_value, window_rank};
+use pjc_ir::attrs::{default_value, window_rank};
 use pjc_ir::{AttrValue, Comments, DType, FuncKind, Function, InstData, Module, Number, TensorType};
 use std::fmt::Write;
 

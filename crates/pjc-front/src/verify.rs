@@ -341,11 +341,11 @@ fn body(f: &Function, mesh: &Mesh, sigs: &HashMap<String, CalleeSig>, d: &mut Ve
         if inferred.is_some() {
             // Canonical form: an attribute equal to its default is absent.
             let refs: Vec<&TensorType> = inst.operands.iter().map(|&v| ty(f, fx, v)).collect();
-            let wr = pjc_ir::infer::window_rank(inst.op, &refs);
+            let wr = pjc_ir::attrs::window_rank(inst.op, &refs);
             let mut attrs = inst.attrs.clone();
             attrs.retain(|a| {
                 let def = inst.op.def().attrs.iter().find(|d| d.name == a.name);
-                def.and_then(|d| pjc_ir::infer::default_value(d, wr)).as_ref() != Some(&a.value)
+                def.and_then(|d| pjc_ir::attrs::default_value(d, wr)).as_ref() != Some(&a.value)
             });
             // ...and the attributes are in the op table's order (the order the
             // printer uses), whatever order the source wrote them in.

@@ -90,7 +90,7 @@ pub fn try_dot(
         .collect();
     let refs: Vec<&TensorType> = types.iter().collect();
     let us = |n: &str| -> Vec<usize> {
-        pjc_ir::infer::resolved_attr(inst, n, &refs)
+        pjc_ir::attrs::resolved_attr(inst, n, &refs)
             .and_then(|a| a.as_ints())
             .unwrap_or_default()
             .iter()

@@ -5,7 +5,7 @@
 //! [`AttrError`] naming the op and the attribute — never a guessed value.
 
 use crate::{AttrValue, InstData, TensorType};
-use pjc_dialects::{AttrError, ReduceKind};
+use pjc_dialects::{AttrDef, AttrDefault, AttrError, Opcode, ReduceKind};
 use std::borrow::Cow;
 
 /// The attributes of one instruction, defaults included.
@@ -21,12 +21,12 @@ type R<T> = Result<T, AttrError>;
 impl<'a> Attrs<'a> {
     /// The attributes of `inst`, whose operands have these types.
     pub fn new(inst: &'a InstData, operands: &[&TensorType]) -> Attrs<'a> {
-        Attrs { inst, window_rank: crate::infer::window_rank(inst.op, operands) }
+        Attrs { inst, window_rank: window_rank(inst.op, operands) }
     }
 
     /// The attributes of `inst`, whose operands have these ranks.
     pub fn with_ranks(inst: &'a InstData, ranks: &[usize]) -> Attrs<'a> {
-        Attrs { inst, window_rank: crate::infer::window_rank_of(inst.op, ranks) }
+        Attrs { inst, window_rank: window_rank_of(inst.op, ranks) }
     }
 
     fn error(&self, name: &str, what: &str) -> AttrError {
@@ -40,7 +40,7 @@ impl<'a> Attrs<'a> {
         }
         let def = self.inst.op.def().attrs.iter().find(|a| a.name == name);
         let def = def.ok_or_else(|| self.error(name, "is not declared"))?;
-        crate::infer::default_value(def, self.window_rank).map(Cow::Owned).ok_or_else(|| self.error(name, "is missing"))
+        default_value(def, self.window_rank).map(Cow::Owned).ok_or_else(|| self.error(name, "is missing"))
     }
 
     pub fn int(&self, name: &str) -> R<i64> {
@@ -84,6 +84,41 @@ impl<'a> Attrs<'a> {
         let k = self.ident("kind")?;
         ReduceKind::from_name(&k).ok_or_else(|| self.error("kind", &format!("names no reduction kind: '{k}'")))
     }
+}
+
+/// The length of the window-shaped default lists (`Ones`, `Zeros`, `ZeroPairs`).
+pub fn window_rank(op: Opcode, operands: &[&TensorType]) -> usize {
+    let ranks: Vec<usize> = operands.iter().map(|t| t.rank()).collect();
+    window_rank_of(op, &ranks)
+}
+
+/// [`window_rank`] from the operands' ranks alone.
+pub fn window_rank_of(op: Opcode, ranks: &[usize]) -> usize {
+    match op {
+        Opcode::Convolution => ranks.first().map_or(0, |r| r.saturating_sub(2)),
+        Opcode::SelectAndScatterAdd => ranks.get(1).copied().unwrap_or(0),
+        _ => ranks.first().copied().unwrap_or(0),
+    }
+}
+
+/// The value an omitted attribute takes, or `None` when it is required.
+pub fn default_value(def: &AttrDef, window_rank: usize) -> Option<AttrValue> {
+    let n = window_rank;
+    Some(match def.default {
+        AttrDefault::Required => return None,
+        AttrDefault::Int(i) => AttrValue::Int(i),
+        AttrDefault::Enum(s) => AttrValue::Ident(s.to_string()),
+        AttrDefault::EmptyList => AttrValue::List(vec![]),
+        AttrDefault::Ones => AttrValue::int_list(&vec![1; n]),
+        AttrDefault::Zeros => AttrValue::int_list(&vec![0; n]),
+        AttrDefault::ZeroPairs => AttrValue::List(vec![AttrValue::int_list(&[0, 0]); n]),
+    })
+}
+
+/// An attribute's value, its default when omitted, or `None` when a required
+/// attribute is missing.
+pub fn resolved_attr(inst: &InstData, name: &str, operands: &[&TensorType]) -> Option<AttrValue> {
+    Attrs::new(inst, operands).get(name).ok().map(|v| v.into_owned())
 }
 
 #[cfg(test)]

@@ -129,13 +129,13 @@ impl<'a> Builder<'a> {
         // to their default are absent.
         let wr = {
             let operand_types: Vec<&TensorType> = operands.iter().map(|&v| &self.func.values[v].ty).collect();
-            crate::infer::window_rank(op, &operand_types)
+            crate::attrs::window_rank(op, &operand_types)
         };
         inst.attrs = attrs
             .into_iter()
             .filter(|(n, v)| {
                 let def = op.def().attrs.iter().find(|d| d.name == *n);
-                def.and_then(|d| crate::infer::default_value(d, wr)).as_ref() != Some(v)
+                def.and_then(|d| crate::attrs::default_value(d, wr)).as_ref() != Some(v)
             })
             .map(|(n, v)| Attr { name: n.to_string(), value: v, span: Span::NONE })
             .collect();

@@ -7,7 +7,7 @@
 
 use crate::module::{AttrValue, FuncKind, InstData};
 use crate::types::{Mesh, Sharding, TensorType};
-use pjc_dialects::{AttrDef, AttrDefault, DType, Opcode, TypeRule};
+use pjc_dialects::{DType, Opcode, TypeRule};
 
 /// What an inference error is about, so the verifier can point at it.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,41 +46,6 @@ pub struct InferCtx<'a> {
     pub caller: FuncKind,
     /// The signature of the named function, for `call`, `grad` and `vmap`.
     pub callee: Option<&'a CalleeSig>,
-}
-
-/// The length of the window-shaped default lists (`Ones`, `Zeros`, `ZeroPairs`).
-pub fn window_rank(op: Opcode, operands: &[&TensorType]) -> usize {
-    let ranks: Vec<usize> = operands.iter().map(|t| t.rank()).collect();
-    window_rank_of(op, &ranks)
-}
-
-/// [`window_rank`] from the operands' ranks alone.
-pub fn window_rank_of(op: Opcode, ranks: &[usize]) -> usize {
-    match op {
-        Opcode::Convolution => ranks.first().map_or(0, |r| r.saturating_sub(2)),
-        Opcode::SelectAndScatterAdd => ranks.get(1).copied().unwrap_or(0),
-        _ => ranks.first().copied().unwrap_or(0),
-    }
-}
-
-/// The value an omitted attribute takes, or `None` when it is required.
-pub fn default_value(def: &AttrDef, window_rank: usize) -> Option<AttrValue> {
-    let n = window_rank;
-    Some(match def.default {
-        AttrDefault::Required => return None,
-        AttrDefault::Int(i) => AttrValue::Int(i),
-        AttrDefault::Enum(s) => AttrValue::Ident(s.to_string()),
-        AttrDefault::EmptyList => AttrValue::List(vec![]),
-        AttrDefault::Ones => AttrValue::int_list(&vec![1; n]),
-        AttrDefault::Zeros => AttrValue::int_list(&vec![0; n]),
-        AttrDefault::ZeroPairs => AttrValue::List(vec![AttrValue::int_list(&[0, 0]); n]),
-    })
-}
-
-/// An attribute's value, its default when omitted, or `None` when a required
-/// attribute is missing.
-pub fn resolved_attr(inst: &InstData, name: &str, operands: &[&TensorType]) -> Option<AttrValue> {
-    crate::attrs::Attrs::new(inst, operands).get(name).ok().map(|v| v.into_owned())
 }
 
 /// Global type of a shard with sharding `s` (dims multiplied by their axes' sizes;
@@ -166,7 +131,7 @@ struct Cx<'a> {
 
 impl<'a> Cx<'a> {
     fn attr(&self, name: &'static str) -> R<AttrValue> {
-        resolved_attr(self.inst, name, self.ops)
+        crate::attrs::resolved_attr(self.inst, name, self.ops)
             .map_or_else(|| err(Blame::Attr(name), format!("missing attribute '{name}'")), Ok)
     }
     fn int(&self, name: &'static str) -> R<i64> {

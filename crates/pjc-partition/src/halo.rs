@@ -7,7 +7,8 @@
 //! (`lo + hi = window - 1`), the usual "same" convolution and pooling.
 
 use crate::Partitioner;
-use pjc_ir::infer::{parse_conv_labels, resolved_attr};
+use pjc_ir::attrs::resolved_attr;
+use pjc_ir::infer::parse_conv_labels;
 use pjc_ir::{AttrValue, DType, Function, InstData, Number, Opcode, ReduceKind, TensorType, Value};
 use pjc_sharding::rules::{FactorKind, FactorRule};
 

@@ -4,7 +4,7 @@
 
 use crate::reshard::{dim_axes, sharding_of};
 use crate::{Local, PartitionError, Partitioner};
-use pjc_ir::infer::resolved_attr;
+use pjc_ir::attrs::resolved_attr;
 use pjc_ir::{AttrValue, DType, FuncKind, Function, InstData, Literal, Number, Opcode, Sharding, TensorType, Value, ValueDef};
 use pjc_sharding::rules::{factor_rule, split_axes, FactorKind, FactorRule};
 use std::collections::HashMap;

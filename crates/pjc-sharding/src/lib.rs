@@ -7,6 +7,7 @@
 //! the result for people.
 
 pub mod explain;
+pub mod factor;
 pub mod propagate;
 pub mod rules;
 

@@ -431,7 +431,7 @@ impl CudaBackend {
         }
         let refs = [a, b];
         let us = |n: &str| -> Vec<usize> {
-            pjc_ir::infer::resolved_attr(inst, n, &refs).and_then(|a| a.as_ints()).unwrap_or_default().iter().map(|&x| x as usize).collect()
+            pjc_ir::attrs::resolved_attr(inst, n, &refs).and_then(|a| a.as_ints()).unwrap_or_default().iter().map(|&x| x as usize).collect()
         };
         let shape = |t: &TensorType| -> Vec<usize> { t.shape.iter().map(|&x| x as usize).collect() };
         let (batch, m, k, n, sa, sb) =

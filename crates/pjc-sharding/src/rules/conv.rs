@@ -8,7 +8,8 @@
 //! unpadded, undilated window), kernel spatial dims need replication; with
 //! feature or batch groups the feature/batch dims need replication.
 
-use super::{Completion, FactorKind, FactorRule};
+use crate::factor::{Completion, FactorRule};
+use pjc_dialects::FactorKind;
 use pjc_ir::infer::parse_conv_labels;
 use pjc_ir::{AttrError, Attrs, ReduceKind, TensorType};
 

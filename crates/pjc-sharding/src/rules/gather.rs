@@ -9,7 +9,8 @@
 //! and update index-part dims are reductions (no collective completes them:
 //! the base would be added once per device); the base axis needs replication.
 
-use super::{FactorKind, FactorRule};
+use crate::factor::FactorRule;
+use pjc_dialects::FactorKind;
 use pjc_ir::{AttrError, Attrs, TensorType};
 
 /// `scatter`: whether the op is scatter_add (operands base, indices, updates)

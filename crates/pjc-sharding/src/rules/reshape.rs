@@ -2,7 +2,8 @@
 //! refinement of the two shapes (`[i, j] -> [ij]`, `[6,4] -> [3,8]` as
 //! `3·2, 4 -> 3, 2·4`), which no declared template expresses.
 
-use super::{FactorKind, FactorRule};
+use crate::factor::FactorRule;
+use pjc_dialects::FactorKind;
 use pjc_ir::TensorType;
 
 /// Reshape: dims are split into the common refinement of the two shapes; where

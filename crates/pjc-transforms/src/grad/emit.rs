@@ -7,7 +7,7 @@
 
 use crate::TransformError;
 use pjc_ir::builder::Builder;
-use pjc_ir::infer::resolved_attr;
+use pjc_ir::attrs::resolved_attr;
 use pjc_ir::replication::Axes;
 use pjc_ir::{AttrValue, DType, InstData, Module, Number, Opcode, Span, TensorType, Value};
 use std::collections::{HashMap, HashSet};

@@ -8,7 +8,8 @@
 
 use super::emit::ints;
 use super::{attrs_of, batched_type, Batcher, Bv, R, UNROLL_LIMIT};
-use pjc_ir::infer::{parse_conv_labels, resolved_attr};
+use pjc_ir::attrs::resolved_attr;
+use pjc_ir::infer::parse_conv_labels;
 use pjc_ir::{AttrValue, DType, FuncKind, Function, InstData, Opcode, TensorType, Value};
 
 /// Dimension `d` of an unbatched array, in the array batched at `k`.
