@@ -1,18 +1,25 @@
-//! `dot_general` library steps through the `gemm` crate (f32/f64, f32/f64
-//! accumulation), for the shapes that are a (batched) strided matrix product:
-//! batch dimensions leading and in order on both sides, at most one free and
-//! exactly one contracting dimension per operand, result dtype = operand dtype.
-//! Everything else returns `None` and runs the reference kernel.
+//! `dot_general` library steps as batched GEMM, whatever the dimension order,
+//! the batch dimensions and the dtypes ([`try_dot`]; the layout arithmetic is
+//! [`dot_layout`]): the free and contracting dimensions of each operand become
+//! a matrix read with strides in place when they lie as one strided dimension,
+//! or after one transposing copy; batch dimensions may lie anywhere. Floats go
+//! through the `gemm` crate (f32, or f64 when an operand or the result is f64);
+//! integers through a wrapping i64 product. [`matmul_view`] is the narrower
+//! view the CUDA backend hands to cuBLAS.
 
 use pjc_ir::{DType, InstData, Opcode, TensorType};
 use pjc_tensor::{Buf, Tensor};
+use std::borrow::Cow;
 
 fn strides(shape: &[usize]) -> Vec<usize> {
     pjc_tensor::strides(shape)
 }
 
 /// The product as `(batch, m, k, n, lhs (batch stride, row stride, col stride),
-/// rhs (batch stride, row stride, col stride))`, when it is one.
+/// rhs (batch stride, row stride, col stride))`, when it is one strided
+/// batched product in place: [`dot_layout`] with no transposing copy and the
+/// batch dimensions one strided dimension on both sides (what one cuBLAS
+/// strided-batched call takes).
 #[allow(clippy::type_complexity)]
 pub fn matmul_view(
     a: &[usize],
@@ -22,133 +29,303 @@ pub fn matmul_view(
     lc: &[usize],
     rc: &[usize],
 ) -> Option<(usize, usize, usize, usize, [isize; 3], [isize; 3])> {
-    let nb = lb.len();
-    if rb.len() != nb || lc.len() != 1 || rc.len() != 1 {
+    let l = dot_layout(a, b, lb, rb, lc, rc)?;
+    if l.lhs.transpose.is_some() || l.rhs.transpose.is_some() {
         return None;
     }
-    if lb.iter().enumerate().any(|(i, &d)| d != i) || rb.iter().enumerate().any(|(i, &d)| d != i) {
-        return None;
-    }
-    let lfree: Vec<usize> = (nb..a.len()).filter(|&d| d != lc[0]).collect();
-    let rfree: Vec<usize> = (nb..b.len()).filter(|&d| d != rc[0]).collect();
-    if lfree.len() > 1 || rfree.len() > 1 {
-        return None;
-    }
-    let (sa, sb) = (strides(a), strides(b));
-    let batch: usize = a[..nb].iter().product();
-    let bsa = if nb == 0 {
-        0
-    } else {
-        a[nb..].iter().product::<usize>()
-    };
-    let bsb = if nb == 0 {
-        0
-    } else {
-        b[nb..].iter().product::<usize>()
-    };
-    let (m, lrs) = match lfree.first() {
-        Some(&d) => (a[d], sa[d]),
-        None => (1, 0),
-    };
-    let (n, rcs) = match rfree.first() {
-        Some(&d) => (b[d], sb[d]),
-        None => (1, 0),
-    };
-    let k = a[lc[0]];
-    if b[rc[0]] != k {
-        return None;
-    }
-    Some((
-        batch,
-        m,
-        k,
-        n,
-        [bsa as isize, lrs as isize, sa[lc[0]] as isize],
-        [bsb as isize, sb[rc[0]] as isize, rcs as isize],
-    ))
+    let all: Vec<usize> = (0..l.batch.len()).collect();
+    let (batch, bsa) = collapse(&l.batch, &l.lhs.batch_strides, &all)?;
+    let (_, bsb) = collapse(&l.batch, &l.rhs.batch_strides, &all)?;
+    let i = |x: usize| x as isize;
+    Some((batch, l.m, l.k, l.n, [i(bsa), i(l.lhs.rs), i(l.lhs.cs)], [i(bsb), i(l.rhs.rs), i(l.rhs.cs)]))
 }
 
-/// `dot_general` with the gemm crate, or `None` when the step is not a plain
-/// (batched) f32/f64 matrix product.
-pub fn try_dot(
-    inst: &InstData,
-    ins: &[Tensor],
-    out: &TensorType,
-    threads: usize,
-) -> Option<Tensor> {
+/// One operand of a product as a GEMM reads it: a matrix (lhs m×k, rhs k×n)
+/// per batch index.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GemmOperand {
+    /// The permutation that brings the operand into (batch, rows, columns)
+    /// order first, when its rows or its columns are not one strided
+    /// dimension where they lie (e.g. two free dimensions with a contracting
+    /// one between them); `None`: read in place.
+    pub transpose: Option<Vec<usize>>,
+    /// The batch dimensions' strides (elements, after any transpose), in
+    /// result order.
+    pub batch_strides: Vec<usize>,
+    /// Row and column strides of the matrix (elements, after any transpose).
+    pub rs: usize,
+    pub cs: usize,
+}
+
+/// Any `dot_general` as a batched GEMM: the result is `[batch…, m…, n…]`
+/// (spec section 7: batch, lhs free, rhs free), row-major, so batch index
+/// `i` (row-major over `batch`) holds an m×n matrix at `i·m·n`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DotLayout {
+    /// Sizes of the batch dimensions, in result order.
+    pub batch: Vec<usize>,
+    /// Rows (the lhs free dimensions together), contraction length (the
+    /// contracting dimensions together, in `lhs_contract` order) and
+    /// columns (the rhs free dimensions together).
+    pub m: usize,
+    pub k: usize,
+    pub n: usize,
+    pub lhs: GemmOperand,
+    pub rhs: GemmOperand,
+}
+
+/// `(size, stride)` of dimensions `group` of a row-major array taken as one
+/// dimension, when they are one strided dimension in place: each one's
+/// stride is the next one's times its size (size-1 dimensions do not count).
+fn collapse(shape: &[usize], strides: &[usize], group: &[usize]) -> Option<(usize, usize)> {
+    let size = group.iter().map(|&d| shape[d]).product();
+    let real: Vec<usize> = group.iter().copied().filter(|&d| shape[d] != 1).collect();
+    for w in real.windows(2) {
+        if strides[w[0]] != strides[w[1]] * shape[w[1]] {
+            return None;
+        }
+    }
+    Some((size, real.last().map_or(0, |&d| strides[d])))
+}
+
+/// One operand: batch dims `batch`, matrix rows `rows` and columns `cols`
+/// (each in the order they combine).
+fn operand(shape: &[usize], batch: &[usize], rows: &[usize], cols: &[usize]) -> GemmOperand {
+    let st = strides(shape);
+    if let (Some((_, rs)), Some((_, cs))) = (collapse(shape, &st, rows), collapse(shape, &st, cols)) {
+        return GemmOperand { transpose: None, batch_strides: batch.iter().map(|&d| st[d]).collect(), rs, cs };
+    }
+    let perm: Vec<usize> = batch.iter().chain(rows).chain(cols).copied().collect();
+    let pshape: Vec<usize> = perm.iter().map(|&d| shape[d]).collect();
+    let pst = strides(&pshape);
+    let nb = batch.len();
+    let idx = |r: std::ops::Range<usize>| -> Vec<usize> { r.collect() };
+    let (_, rs) = collapse(&pshape, &pst, &idx(nb..nb + rows.len())).expect("row-major rows collapse");
+    let (_, cs) = collapse(&pshape, &pst, &idx(nb + rows.len()..perm.len())).expect("row-major columns collapse");
+    GemmOperand { transpose: Some(perm), batch_strides: pst[..nb].to_vec(), rs, cs }
+}
+
+/// How `dot_general` of operands shaped `a` and `b` runs as a batched GEMM,
+/// whatever its dimension order; `None` when the dimension numbers do not
+/// describe a product of these shapes (the reference kernel then says why).
+pub fn dot_layout(a: &[usize], b: &[usize], lb: &[usize], rb: &[usize], lc: &[usize], rc: &[usize]) -> Option<DotLayout> {
+    if lb.len() != rb.len() || lc.len() != rc.len() {
+        return None;
+    }
+    let valid = |dims: &[usize], rank: usize| dims.iter().all(|&d| d < rank);
+    if !valid(lb, a.len()) || !valid(lc, a.len()) || !valid(rb, b.len()) || !valid(rc, b.len()) {
+        return None;
+    }
+    let free = |rank: usize, x: &[usize], y: &[usize]| -> Vec<usize> { (0..rank).filter(|d| !x.contains(d) && !y.contains(d)).collect() };
+    let (lf, rf) = (free(a.len(), lb, lc), free(b.len(), rb, rc));
+    if lf.len() + lb.len() + lc.len() != a.len() || rf.len() + rb.len() + rc.len() != b.len() {
+        return None; // a dimension named twice
+    }
+    if lb.iter().zip(rb).any(|(&x, &y)| a[x] != b[y]) || lc.iter().zip(rc).any(|(&x, &y)| a[x] != b[y]) {
+        return None;
+    }
+    Some(DotLayout {
+        batch: lb.iter().map(|&d| a[d]).collect(),
+        m: lf.iter().map(|&d| a[d]).product(),
+        k: lc.iter().map(|&d| a[d]).product(),
+        n: rf.iter().map(|&d| b[d]).product(),
+        lhs: operand(a, lb, &lf, lc),
+        rhs: operand(b, rb, rc, &rf),
+    })
+}
+
+impl DotLayout {
+    /// The element offsets of batch index `i` in the lhs and the rhs.
+    fn offsets(&self, mut i: usize) -> (usize, usize) {
+        let (mut x, mut y) = (0, 0);
+        for d in (0..self.batch.len()).rev() {
+            let j = i % self.batch[d];
+            i /= self.batch[d];
+            x += j * self.lhs.batch_strides[d];
+            y += j * self.rhs.batch_strides[d];
+        }
+        (x, y)
+    }
+    fn batches(&self) -> usize {
+        self.batch.iter().product()
+    }
+}
+
+/// A thread pool of `threads` threads, built once per process (the global
+/// pool has one thread per core, more than a rank's share when several ranks
+/// share a machine).
+fn pool(threads: usize) -> Option<&'static rayon::ThreadPool> {
+    static POOL: std::sync::OnceLock<Option<(usize, rayon::ThreadPool)>> = std::sync::OnceLock::new();
+    match POOL.get_or_init(|| rayon::ThreadPoolBuilder::new().num_threads(threads).build().ok().map(|p| (threads, p))) {
+        Some((t, p)) if *t == threads => Some(p),
+        _ => None,
+    }
+}
+
+/// Products with fewer multiply-adds than this run on one thread.
+const PARALLEL_WORK: usize = 1 << 15;
+
+/// The batched product in `T` (f32 or f64). Many small products run in
+/// parallel, one per thread, with the gemm crate; otherwise each product runs
+/// on all the threads, with the system BLAS when there is one (and its strides
+/// fit CBLAS) and the gemm crate otherwise.
+fn gemm_batched<T: crate::blas::Element + Default + Send + Sync>(l: &DotLayout, x: &[T], y: &[T], one: T, threads: usize, blas: Option<&crate::blas::Blas>) -> Vec<T> {
+    use rayon::prelude::*;
+    let (m, k, n) = (l.m, l.k, l.n);
+    let mut dst = vec![T::default(); l.batches() * m * n];
+    if dst.is_empty() || k == 0 {
+        return dst; // empty sums are zero
+    }
+    let work = m * n * k;
+    let run = |i: usize, out: &mut [T], par: gemm::Parallelism| {
+        let (ox, oy) = l.offsets(i);
+        // SAFETY: every index the strides reach is inside x, y and out: the
+        // layout was computed from these operands' shapes.
+        unsafe {
+            gemm::gemm(
+                m,
+                n,
+                k,
+                out.as_mut_ptr(),
+                1,
+                n as isize,
+                false,
+                x.as_ptr().add(ox),
+                l.lhs.cs as isize,
+                l.lhs.rs as isize,
+                y.as_ptr().add(oy),
+                l.rhs.cs as isize,
+                l.rhs.rs as isize,
+                T::default(),
+                one,
+                false,
+                false,
+                false,
+                par,
+            );
+        }
+    };
+    let batches = l.batches();
+    if threads > 1 && batches >= threads && work < 1 << 22 {
+        let body = |dst: &mut Vec<T>| dst.par_chunks_mut(m * n).enumerate().for_each(|(i, out)| run(i, out, gemm::Parallelism::None));
+        match pool(threads) {
+            Some(p) => p.install(|| body(&mut dst)),
+            None => body(&mut dst),
+        }
+    } else {
+        let par = if threads > 1 && work >= PARALLEL_WORK { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
+        if let Some(b) = blas {
+            b.use_threads(threads);
+        }
+        for (i, out) in dst.chunks_mut(m * n).enumerate() {
+            let (ox, oy) = l.offsets(i);
+            // SAFETY: as for `run`.
+            let done = blas.is_some_and(|b| unsafe {
+                T::gemm(b, m, n, k, x.as_ptr().add(ox), l.lhs.rs, l.lhs.cs, y.as_ptr().add(oy), l.rhs.rs, l.rhs.cs, out.as_mut_ptr())
+            });
+            if !done {
+                run(i, out, par);
+            }
+        }
+    }
+    dst
+}
+
+/// The batched product of integer operands: wrapping i64 multiply-adds
+/// (exact modulo 2^64, so wrapping the sum to the result's width gives the
+/// spec's result), rows in parallel.
+fn int_batched(l: &DotLayout, x: &[i64], y: &[i64], threads: usize) -> Vec<i64> {
+    use rayon::prelude::*;
+    let (m, k, n) = (l.m, l.k, l.n);
+    let mut dst = vec![0i64; l.batches() * m * n];
+    if dst.is_empty() {
+        return dst;
+    }
+    let row = |r: usize, out: &mut [i64]| {
+        let (i, bi) = (r % m, r / m);
+        let (ox, oy) = l.offsets(bi);
+        for kk in 0..k {
+            let a = x[ox + i * l.lhs.rs + kk * l.lhs.cs];
+            let yb = oy + kk * l.rhs.rs;
+            for (j, o) in out.iter_mut().enumerate() {
+                *o = o.wrapping_add(a.wrapping_mul(y[yb + j * l.rhs.cs]));
+            }
+        }
+    };
+    if let (true, Some(p)) = (threads > 1 && m * n * k * l.batches() >= PARALLEL_WORK, pool(threads)) {
+        p.install(|| dst.par_chunks_mut(n).enumerate().for_each(|(r, out)| row(r, out)));
+    } else {
+        for (r, out) in dst.chunks_mut(n).enumerate() {
+            row(r, out);
+        }
+    }
+    dst
+}
+
+/// `dot_general` as a batched GEMM, for every layout and dtype: float
+/// operands through the gemm crate in f32 (f16, bf16 and f32 operands, per
+/// spec section 11's f32 accumulation) or f64 (when an operand or the result
+/// is f64), then rounded once to the result dtype; integer operands with
+/// wrapping i64 arithmetic. Operands whose rows or columns are not one
+/// strided dimension in place are transposed into order first (a copy, linear
+/// in the operand). `None` only for a step that is not a consistent
+/// `dot_general` (the reference kernel then reports the error).
+pub fn try_dot(inst: &InstData, ins: &[Tensor], out: &TensorType, threads: usize) -> Option<Tensor> {
+    dot_with(inst, ins, out, threads, crate::blas::get())
+}
+
+/// [`try_dot`] with the given BLAS (`None`: the gemm crate only).
+pub fn dot_with(inst: &InstData, ins: &[Tensor], out: &TensorType, threads: usize, blas: Option<&crate::blas::Blas>) -> Option<Tensor> {
     if inst.op != Opcode::DotGeneral || ins.len() != 2 {
         return None;
     }
     let (a, b) = (&ins[0], &ins[1]);
-    let d = a.dtype();
-    if !matches!(d, DType::F32 | DType::F64) || b.dtype() != d || out.dtype != d {
-        return None;
-    }
-    let types: Vec<TensorType> = ins
-        .iter()
-        .map(|t| TensorType::new(t.dtype(), t.shape.iter().map(|&x| x as u64).collect()))
-        .collect();
+    let types: Vec<TensorType> = ins.iter().map(|t| TensorType::new(t.dtype(), t.shape.iter().map(|&x| x as u64).collect())).collect();
     let refs: Vec<&TensorType> = types.iter().collect();
-    let us = |n: &str| -> Vec<usize> {
-        pjc_ir::attrs::resolved_attr(inst, n, &refs)
-            .and_then(|a| a.as_ints())
-            .unwrap_or_default()
-            .iter()
-            .map(|&x| x as usize)
-            .collect()
-    };
-    let (batch, m, k, n, sa, sb) = matmul_view(
-        &a.shape,
-        &b.shape,
-        &us("lhs_batch"),
-        &us("rhs_batch"),
-        &us("lhs_contract"),
-        &us("rhs_contract"),
-    )?;
+    let attrs = pjc_ir::Attrs::new(inst, &refs);
+    let us = |n: &str| -> Option<Vec<usize>> { Some(attrs.ints(n).ok()?.iter().map(|&x| x as usize).collect()) };
+    let l = dot_layout(&a.shape, &b.shape, &us("lhs_batch")?, &us("rhs_batch")?, &us("lhs_contract")?, &us("rhs_contract")?)?;
     let shape: Vec<usize> = out.shape.iter().map(|&x| x as usize).collect();
-    if shape.iter().product::<usize>() != batch * m * n {
+    if a.dtype() != b.dtype() || shape.iter().product::<usize>() != l.batches() * l.m * l.n {
         return None;
     }
-    let par = if threads > 1 && m * n * k >= 1 << 15 {
-        gemm::Parallelism::Rayon(threads)
-    } else {
-        gemm::Parallelism::None
-    };
-    macro_rules! run {
-        ($x:expr, $y:expr, $v:ident, $t:ty) => {{
-            let mut dst: Vec<$t> = vec![0.0; batch * m * n];
-            for bi in 0..batch {
-                unsafe {
-                    gemm::gemm(
-                        m,
-                        n,
-                        k,
-                        dst.as_mut_ptr().add(bi * m * n),
-                        1,
-                        n as isize,
-                        false,
-                        $x.as_ptr().offset(bi as isize * sa[0]),
-                        sa[2],
-                        sa[1],
-                        $y.as_ptr().offset(bi as isize * sb[0]),
-                        sb[2],
-                        sb[1],
-                        0.0,
-                        1.0,
-                        false,
-                        false,
-                        false,
-                        par,
-                    );
-                }
-            }
-            Buf::$v(dst)
-        }};
+    // Operands are read in place unless a transpose or a widening is needed.
+    fn ordered<'t>(t: &'t Tensor, op: &GemmOperand) -> Option<Cow<'t, Tensor>> {
+        match &op.transpose {
+            Some(perm) => pjc_tensor::transpose(t, perm).ok().map(Cow::Owned),
+            None => Some(Cow::Borrowed(t)),
+        }
     }
-    let data = match (&a.data, &b.data) {
-        (Buf::F32(x), Buf::F32(y)) => run!(x, y, F32, f32),
-        (Buf::F64(x), Buf::F64(y)) => run!(x, y, F64, f64),
-        _ => return None,
+    fn cast(t: Cow<'_, Tensor>, ct: DType) -> Option<Cow<'_, Tensor>> {
+        if t.dtype() == ct {
+            Some(t)
+        } else {
+            pjc_tensor::convert(&t, ct).ok().map(Cow::Owned)
+        }
+    }
+    let d = a.dtype();
+    let data = if d.is_float() && out.dtype.is_float() {
+        let wide = d == DType::F64 || out.dtype == DType::F64;
+        let ct = if wide { DType::F64 } else { DType::F32 };
+        let (x, y) = (cast(ordered(a, &l.lhs)?, ct)?, cast(ordered(b, &l.rhs)?, ct)?);
+        let r = match (&x.data, &y.data) {
+            (Buf::F32(x), Buf::F32(y)) => Tensor::new(shape.clone(), Buf::F32(gemm_batched(&l, x, y, 1.0f32, threads, blas))),
+            (Buf::F64(x), Buf::F64(y)) => Tensor::new(shape.clone(), Buf::F64(gemm_batched(&l, x, y, 1.0f64, threads, blas))),
+            _ => return None,
+        };
+        return if r.dtype() == out.dtype { Some(r) } else { pjc_tensor::convert(&r, out.dtype).ok() };
+    } else if d.is_int() && out.dtype.is_int() {
+        let ints = |t: Cow<'_, Tensor>| -> Option<Vec<i64>> {
+            match t.data.lanes() {
+                pjc_tensor::Lanes::I(v) => Some(v.into_iter().map(|x| x as i64).collect()),
+                _ => None,
+            }
+        };
+        let (x, y) = (ints(ordered(a, &l.lhs)?)?, ints(ordered(b, &l.rhs)?)?);
+        let sums: Vec<i128> = int_batched(&l, &x, &y, threads).into_iter().map(|s| pjc_tensor::wrap_to_dtype(s as i128, out.dtype)).collect();
+        Buf::from_i128(out.dtype, &sums)
+    } else {
+        return None;
     };
     Some(Tensor::new(shape, data))
 }
@@ -156,6 +333,146 @@ pub fn try_dot(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use pjc_ir::AttrValue;
+    use pjc_tensor::compare::{close, Tolerance};
+
+    fn dot_inst(lb: &[i64], rb: &[i64], lc: &[i64], rc: &[i64]) -> InstData {
+        let mut inst = InstData::new(Opcode::DotGeneral);
+        for (n, v) in [("lhs_batch", lb), ("rhs_batch", rb), ("lhs_contract", lc), ("rhs_contract", rc)] {
+            if !v.is_empty() {
+                inst.set_attr(n, AttrValue::int_list(v));
+            }
+        }
+        inst
+    }
+
+    /// Deterministic operands: for floats, multiples of 0.5 in [-4, 4] (every
+    /// product and sum here is exact in f32, so GEMM and the reference agree
+    /// bit for bit after the one rounding to the result dtype); for integers,
+    /// the dtype's whole range (wrapping exercised).
+    fn operand(d: DType, shape: &[usize], seed: &mut u64) -> Tensor {
+        let n: usize = shape.iter().product();
+        let mut next = || {
+            *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            *seed >> 11
+        };
+        let data = if d.is_float() {
+            let v: Vec<f64> = (0..n).map(|_| ((next() % 17) as f64 - 8.0) * 0.5).collect();
+            Buf::from_f64(d, &v)
+        } else {
+            let v: Vec<i128> = (0..n).map(|_| pjc_tensor::wrap_to_dtype(next() as i128 * 0x9e37_79b9, d)).collect();
+            Buf::from_i128(d, &v)
+        };
+        Tensor::new(shape.to_vec(), data)
+    }
+
+    /// (lhs shape, rhs shape, lhs_batch, rhs_batch, lhs_contract, rhs_contract)
+    type Case = (&'static [usize], &'static [usize], &'static [i64], &'static [i64], &'static [i64], &'static [i64]);
+    const LAYOUTS: &[Case] = &[
+        (&[5, 7], &[7, 3], &[], &[], &[1], &[0]),                         // plain
+        (&[7, 5], &[7, 3], &[], &[], &[0], &[0]),                         // lhs transposed
+        (&[5, 7], &[3, 7], &[], &[], &[1], &[1]),                         // rhs transposed
+        (&[2, 4, 6], &[6, 3], &[], &[], &[2], &[0]),                      // 3-D activations x 2-D weights
+        (&[4, 2, 6], &[2, 6, 3], &[1], &[0], &[2], &[1]),                 // batch not leading
+        (&[2, 3, 4, 5], &[3, 2, 5, 6], &[0, 1], &[1, 0], &[3], &[2]),     // batch orders differ
+        (&[3, 4, 5], &[4, 5, 2], &[], &[], &[1, 2], &[0, 1]),             // two contracting dims
+        (&[4, 3, 5], &[3, 6], &[], &[], &[1], &[0]),                      // free dims around the contracting one
+        (&[5, 4, 3], &[3, 4, 2], &[], &[], &[2, 1], &[0, 1]),             // contracting dims out of memory order
+        (&[1, 5, 1, 7], &[7, 1, 3], &[], &[], &[3], &[0]),                // size-1 dims
+        (&[2, 8, 4, 16], &[2, 8, 4, 16], &[0, 2], &[0, 2], &[3], &[3]),   // attention scores, [B,S,H,D]
+        (&[2, 4, 8, 8], &[2, 8, 4, 16], &[0, 1], &[0, 2], &[3], &[1]),    // attention values
+        (&[7], &[7], &[], &[], &[0], &[0]),                               // inner product
+        (&[3], &[4], &[], &[], &[], &[]),                                 // outer product
+        (&[0, 3], &[3, 4], &[], &[], &[1], &[0]),                         // empty result
+        (&[2, 0], &[0, 3], &[], &[], &[1], &[0]),                         // empty sums
+    ];
+    /// (operand dtype, result dtype)
+    const DTYPES: &[(DType, DType)] = &[
+        (DType::F32, DType::F32),
+        (DType::F64, DType::F64),
+        (DType::F16, DType::F16),
+        (DType::BF16, DType::BF16),
+        (DType::BF16, DType::F32),
+        (DType::F16, DType::F32),
+        (DType::F32, DType::F64),
+        (DType::I32, DType::I32),
+        (DType::I8, DType::I8),
+        (DType::I8, DType::I32),
+        (DType::U8, DType::U8),
+        (DType::I16, DType::I16),
+        (DType::I64, DType::I64),
+        (DType::U64, DType::U64),
+        (DType::U32, DType::U32),
+    ];
+
+    #[test]
+    fn every_layout_and_dtype_runs_as_gemm_like_the_reference() {
+        let mut seed = 7;
+        let mut checked = 0;
+        for &(sa, sb, lb, rb, lc, rc) in LAYOUTS {
+            for &(d, od) in DTYPES {
+                let (a, b) = (operand(d, sa, &mut seed), operand(d, sb, &mut seed));
+                let us = |v: &[i64]| v.iter().map(|&x| x as usize).collect::<Vec<_>>();
+                let want = pjc_tensor::dot_general(&a, &b, &us(lb), &us(rb), &us(lc), &us(rc), od).unwrap();
+                let out = TensorType::new(od, want.shape.iter().map(|&x| x as u64).collect());
+                for (threads, blas) in [(1, None), (3, None), (1, crate::blas::get()), (2, crate::blas::get())] {
+                    let got = dot_with(&dot_inst(lb, rb, lc, rc), &[a.clone(), b.clone()], &out, threads, blas)
+                        .unwrap_or_else(|| panic!("{sa:?} x {sb:?} ({d} -> {od}) fell off the GEMM path"));
+                    let with = blas.map_or("the gemm crate", |b| b.name.as_str());
+                    close(&want, &got, Tolerance::EXACT).unwrap_or_else(|e| panic!("{sa:?} x {sb:?} ({d} -> {od}, {threads} threads, {with}): {e}"));
+                    checked += 1;
+                }
+            }
+        }
+        assert_eq!(checked, LAYOUTS.len() * DTYPES.len() * 4);
+    }
+
+    #[test]
+    fn real_valued_products_meet_the_spec_tolerance() {
+        // Long sums of non-representable values: GEMM's f32 accumulation
+        // against the reference's f64, within the spec's reassociation bound.
+        let mut seed = 11u64;
+        let mut real = |shape: &[usize], d: DType| {
+            let n: usize = shape.iter().product();
+            let v: Vec<f64> = (0..n)
+                .map(|_| {
+                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+                    ((seed >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+                })
+                .collect();
+            Tensor::new(shape.to_vec(), Buf::from_f64(d, &v))
+        };
+        for (d, od) in [(DType::F32, DType::F32), (DType::BF16, DType::F32), (DType::BF16, DType::BF16), (DType::F64, DType::F64)] {
+            let (a, b) = (real(&[4, 33, 300], d), real(&[300, 17], d));
+            let want = pjc_tensor::dot_general(&a, &b, &[], &[], &[2], &[0], od).unwrap();
+            let out = TensorType::new(od, vec![4, 33, 17]);
+            for blas in [None, crate::blas::get()] {
+                let got = dot_with(&dot_inst(&[], &[], &[2], &[0]), &[a.clone(), b.clone()], &out, 2, blas).unwrap();
+                close(&want, &got, Tolerance::spec(od)).unwrap_or_else(|e| panic!("{d} -> {od}: {e}"));
+            }
+        }
+    }
+
+    #[test]
+    fn layouts_read_in_place_when_they_can() {
+        // 3-D activations x 2-D weights: rows [B, S] are one strided dim.
+        let l = dot_layout(&[2, 4, 6], &[6, 3], &[], &[], &[2], &[0]).unwrap();
+        assert_eq!((l.m, l.k, l.n), (8, 6, 3));
+        assert_eq!((l.lhs.transpose.clone(), l.lhs.rs, l.lhs.cs), (None, 6, 1));
+        // Batch dims anywhere are strides, not copies.
+        let l = dot_layout(&[2, 8, 4, 16], &[2, 8, 4, 16], &[0, 2], &[0, 2], &[3], &[3]).unwrap();
+        assert_eq!(l.batch, vec![2, 4]);
+        assert_eq!((l.lhs.transpose.clone(), l.lhs.batch_strides.clone(), l.lhs.rs, l.lhs.cs), (None, vec![512, 16], 64, 1));
+        assert_eq!((l.rhs.transpose.clone(), l.rhs.rs, l.rhs.cs), (None, 1, 64));
+        // Free dims on both sides of the contracting one: one transposing copy.
+        let l = dot_layout(&[4, 3, 5], &[3, 6], &[], &[], &[1], &[0]).unwrap();
+        assert_eq!(l.lhs.transpose, Some(vec![0, 2, 1]));
+        assert_eq!((l.lhs.rs, l.lhs.cs), (3, 1));
+        // Inconsistent dimension numbers are the reference kernel's to report.
+        assert!(dot_layout(&[2, 3], &[4, 5], &[], &[], &[1], &[0]).is_none());
+        assert!(dot_layout(&[2, 3], &[3, 5], &[], &[], &[1, 1], &[0, 0]).is_none());
+    }
 
     #[test]
     fn views() {
@@ -168,7 +485,11 @@ mod tests {
         // batched
         let v = matmul_view(&[5, 2, 3], &[5, 3, 4], &[0], &[0], &[2], &[1]).unwrap();
         assert_eq!(v, (5, 2, 3, 4, [6, 3, 1], [12, 4, 1]));
-        // two contracting dims: not a plain product
-        assert!(matmul_view(&[2, 3, 4], &[3, 4], &[], &[], &[1, 2], &[0, 1]).is_none());
+        // two contracting dims that lie as one: a plain product
+        assert_eq!(matmul_view(&[2, 3, 4], &[3, 4], &[], &[], &[1, 2], &[0, 1]).unwrap(), (1, 2, 12, 1, [0, 12, 1], [0, 1, 0]));
+        // batch dims that do not lie as one strided dim: not one strided-batched call
+        assert!(matmul_view(&[2, 8, 4, 16], &[2, 8, 4, 16], &[0, 2], &[0, 2], &[3], &[3]).is_none());
+        // free dims on both sides of the contracting one: needs a copy first
+        assert!(matmul_view(&[4, 3, 5], &[3, 6], &[], &[], &[1], &[0]).is_none());
     }
 }

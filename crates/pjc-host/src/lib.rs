@@ -13,6 +13,7 @@
 //! - [`PtxKernel`]: how a GPU runtime launches one generated PTX kernel (data
 //!   only: the code generator fills it in, the runtime reads it).
 
+pub mod blas;
 pub mod gemm;
 
 use pjc_plan::{BufferKind, Plan, Step};
