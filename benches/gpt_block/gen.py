@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""A GPT block's forward pass at a size people train, for the step-time benchmark.
+
+    python3 benches/gpt_block/gen.py DIR [--batch 8 --seq 256 --d-model 512 --heads 8 --ff 2048]
+
+writes DIR/block.pir (one device, or --mesh data=D,model=M with Megatron shardings) and
+DIR/inputs.safetensors (fixed-seed f32 values; standard library only, no numpy).
+
+The block is pre-norm attention and an MLP, written the way jax2pir exports
+`flax.linen` code: activations [batch, seq, d_model], projections to [batch, seq,
+heads, head_dim], attention products batched over (batch, heads) in place, so every
+product is a 3-D x 2-D or a batched 4-D product with batch dimensions that are not
+leading on one side.
+"""
+
+import argparse
+import json
+import math
+import random
+import struct
+from pathlib import Path
+
+
+def pir(b, s, d, h, f, mesh):
+    hd = d // h
+    split = mesh is not None
+    on = (lambda spec: f" on [{spec}]") if split else (lambda spec: "")
+    lines = []
+    if split:
+        lines.append(f"mesh [{mesh}]")
+        lines.append("")
+    lines.append(f"""func @layer_norm(%x: f32[{b},{s},{d}]) -> (f32[{b},{s},{d}]) {{
+  %s = reduce %x {{dims=[2], kind=sum}} : f32[{b},{s}]
+  %n = constant {float(d)} : f32[{b},{s}]
+  %mean = div %s, %n
+  %mb = broadcast %mean {{dims=[0,1]}} : f32[{b},{s},{d}]
+  %xc = sub %x, %mb
+  %sq = mul %xc, %xc
+  %vs = reduce %sq {{dims=[2], kind=sum}} : f32[{b},{s}]
+  %var = div %vs, %n
+  %eps = constant 1e-05 : f32[{b},{s}]
+  %ve = add %var, %eps
+  %inv = rsqrt %ve
+  %ib = broadcast %inv {{dims=[0,1]}} : f32[{b},{s},{d}]
+  %y = mul %xc, %ib
+  return %y
+}}
+""")
+    scale = 1.0 / math.sqrt(hd)
+    lines.append(
+        f"func @main(%x: f32[{b},{s},{d}]{on('data, _, _')}, "
+        f"%wq: f32[{d},{h},{hd}]{on('_, model, _')}, %wk: f32[{d},{h},{hd}]{on('_, model, _')}, "
+        f"%wv: f32[{d},{h},{hd}]{on('_, model, _')}, %wo: f32[{h},{hd},{d}]{on('model, _, _')}, "
+        f"%w1: f32[{d},{f}]{on('_, model')}, %w2: f32[{f},{d}]{on('model, _')}) "
+        f"-> (out: f32[{b},{s},{d}]{on('data, _, _')}) {{")
+    lines.append(f"""  %xn = call @layer_norm(%x) : f32[{b},{s},{d}]
+  %q = dot_general %xn, %wq {{lhs_contract=[2], rhs_contract=[0]}} : f32[{b},{s},{h},{hd}]
+  %k = dot_general %xn, %wk {{lhs_contract=[2], rhs_contract=[0]}} : f32[{b},{s},{h},{hd}]
+  %v = dot_general %xn, %wv {{lhs_contract=[2], rhs_contract=[0]}} : f32[{b},{s},{h},{hd}]
+  %sc = dot_general %q, %k {{lhs_batch=[0,2], rhs_batch=[0,2], lhs_contract=[3], rhs_contract=[3]}} : f32[{b},{h},{s},{s}]
+  %scale = constant {scale!r} : f32[{b},{h},{s},{s}]
+  %ss = mul %sc, %scale
+  %m = reduce %ss {{dims=[3], kind=max}} : f32[{b},{h},{s}]
+  %mb = broadcast %m {{dims=[0,1,2]}} : f32[{b},{h},{s},{s}]
+  %dd = sub %ss, %mb
+  %e = exp %dd
+  %z = reduce %e {{dims=[3], kind=sum}} : f32[{b},{h},{s}]
+  %zb = broadcast %z {{dims=[0,1,2]}} : f32[{b},{h},{s},{s}]
+  %p = div %e, %zb
+  %c = dot_general %p, %v {{lhs_batch=[0,1], rhs_batch=[0,2], lhs_contract=[3], rhs_contract=[1]}} : f32[{b},{h},{s},{hd}]
+  %o = dot_general %c, %wo {{lhs_contract=[1,3], rhs_contract=[0,1]}} : f32[{b},{s},{d}]
+  %hh = add %x, %o
+  %hn = call @layer_norm(%hh) : f32[{b},{s},{d}]
+  %u = dot_general %hn, %w1 {{lhs_contract=[2], rhs_contract=[0]}} : f32[{b},{s},{f}]
+  %g = tanh %u
+  %y = dot_general %g, %w2 {{lhs_contract=[2], rhs_contract=[0]}} : f32[{b},{s},{d}]
+  %out = add %hh, %y
+  return %out
+}}""")
+    return "\n".join(lines) + "\n"
+
+
+def flops(b, s, d, h, f):
+    """Multiply-adds x 2 of the block's products."""
+    return 2 * (4 * b * s * d * d + 2 * b * s * s * d + 2 * b * s * d * f)
+
+
+def safetensors(path, tensors):
+    header, blobs, off = {}, [], 0
+    for name, (shape, values) in tensors.items():
+        blob = struct.pack(f"<{len(values)}f", *values)
+        header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [off, off + len(blob)]}
+        blobs.append(blob)
+        off += len(blob)
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as out:
+        out.write(struct.pack("<Q", len(h)))
+        out.write(h)
+        for blob in blobs:
+            out.write(blob)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dir")
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=256)
+    ap.add_argument("--d-model", type=int, default=512)
+    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--ff", type=int, default=2048)
+    ap.add_argument("--mesh", default=None, help="e.g. data=2,model=2 (Megatron shardings)")
+    a = ap.parse_args()
+    b, s, d, h, f = a.batch, a.seq, a.d_model, a.heads, a.ff
+    mesh = ", ".join(a.mesh.split(",")) if a.mesh else None
+    out = Path(a.dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "block.pir").write_text(pir(b, s, d, h, f, mesh))
+    rng = random.Random(0)
+    hd = d // h
+
+    def t(shape, scale):
+        n = math.prod(shape)
+        return (shape, [(rng.random() * 2 - 1) * scale for _ in range(n)])
+
+    safetensors(out / "inputs.safetensors", {
+        "x": t([b, s, d], 1.0),
+        "wq": t([d, h, hd], 1 / math.sqrt(d)), "wk": t([d, h, hd], 1 / math.sqrt(d)),
+        "wv": t([d, h, hd], 1 / math.sqrt(d)), "wo": t([h, hd, d], 1 / math.sqrt(d)),
+        "w1": t([d, f], 1 / math.sqrt(d)), "w2": t([f, d], 1 / math.sqrt(f)),
+    })
+    print(json.dumps({"gflop": flops(b, s, d, h, f) / 1e9}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""The JAX twin of benches/gpt_block/gen.py's block.pir, for the step-time benchmark.
+
+    python benches/gpt_block/jax_block.py DIR STEPS
+
+reads DIR/inputs.safetensors, jits the same block on one device, checks its result
+against DIR/pjc.safetensors when present (pjc's output; rtol 1e-4 of the largest
+magnitude), and prints one JSON line: the median step time over STEPS steps after two
+warm-up steps, and the largest difference from pjc.
+"""
+
+import json
+import struct
+import sys
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def load(path):
+    raw = Path(path).read_bytes()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    out = {}
+    for name, v in header.items():
+        if name == "__metadata__":
+            continue
+        s, e = v["data_offsets"]
+        assert v["dtype"] == "F32"
+        out[name] = np.frombuffer(raw[8 + n + s:8 + n + e], dtype=np.float32).reshape(v["shape"])
+    return out
+
+
+def layer_norm(x):
+    mean = x.mean(axis=-1, keepdims=True)
+    xc = x - mean
+    var = (xc * xc).mean(axis=-1, keepdims=True)
+    return xc * jax.lax.rsqrt(var + 1e-5)
+
+
+def block(x, wq, wk, wv, wo, w1, w2):
+    xn = layer_norm(x)
+    q = jnp.einsum("bsd,dhk->bshk", xn, wq)
+    k = jnp.einsum("bsd,dhk->bshk", xn, wk)
+    v = jnp.einsum("bsd,dhk->bshk", xn, wv)
+    s = jnp.einsum("bshk,bthk->bhst", q, k) * (1.0 / np.sqrt(q.shape[-1]))
+    p = jax.nn.softmax(s, axis=-1)
+    c = jnp.einsum("bhst,bthk->bhsk", p, v)
+    o = jnp.einsum("bhsk,hkd->bsd", c, wo)
+    h = x + o
+    u = jnp.tanh(layer_norm(h) @ w1)
+    return h + u @ w2
+
+
+def main():
+    d, steps = Path(sys.argv[1]), int(sys.argv[2])
+    ins = load(d / "inputs.safetensors")
+    args = [jnp.asarray(ins[n]) for n in ["x", "wq", "wk", "wv", "wo", "w1", "w2"]]
+    f = jax.jit(block)
+    for _ in range(2):
+        f(*args).block_until_ready()
+    times = []
+    for _ in range(steps):
+        t = time.perf_counter()
+        out = f(*args).block_until_ready()
+        times.append(time.perf_counter() - t)
+    times.sort()
+    diff = None
+    if (d / "pjc.safetensors").exists():
+        want = np.asarray(out)
+        got = load(d / "pjc.safetensors")["out"]
+        diff = float(np.max(np.abs(want - got)) / np.max(np.abs(want)))
+        if diff > 1e-4:
+            print(f"jax_block.py: pjc differs from JAX by {diff} of the largest magnitude", file=sys.stderr)
+            sys.exit(1)
+    print(json.dumps({"ms": times[len(times) // 2] * 1e3, "rel_diff": diff, "jax": jax.__version__}))
+
+
+if __name__ == "__main__":
+    main()
