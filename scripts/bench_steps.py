@@ -47,6 +47,16 @@ for n, dt in [(2048, np.float32), (1024, np.float64)]:
     for _ in range(5):
         t = time.perf_counter(); a @ b; best = min(best, time.perf_counter() - t)
     out.append({"name": f"{np.dtype(dt).name} {n}^3", "gflops": 2 * n**3 / best / 1e9})
+import jax, jax.numpy as jnp
+for name, xs, ks, st, pad in [("conv 3x3 64->64 [8,56,56]", (8, 56, 56, 64), (3, 3, 64, 64), 1, 1),
+                              ("conv 1x1 256->64 [8,56,56]", (8, 56, 56, 256), (1, 1, 256, 64), 1, 0),
+                              ("conv 7x7/2 3->64 [8,224,224]", (8, 224, 224, 3), (7, 7, 3, 64), 2, 3)]:
+    x = jnp.asarray(np.random.rand(*xs).astype(np.float32)); k = jnp.asarray(np.random.rand(*ks).astype(np.float32))
+    f = jax.jit(lambda x, k, st=st, pad=pad: jax.lax.conv_general_dilated(x, k, (st, st), [(pad, pad)] * 2, dimension_numbers=("NHWC", "HWIO", "NHWC")))
+    y = f(x, k).block_until_ready(); best = 1e9
+    for _ in range(5):
+        t = time.perf_counter(); f(x, k).block_until_ready(); best = min(best, time.perf_counter() - t)
+    out.append({"name": name, "gflops": 2 * y.size * ks[0] * ks[1] * ks[2] / best / 1e9})
 print(json.dumps(out))
 '''
 
@@ -75,7 +85,7 @@ def main():
     threads = os.cpu_count()
     lines = []
 
-    # GEMM.
+    # GEMM and convolution.
     ours = subprocess.run([a.gemm_bench, str(threads)], check=True, capture_output=True, text=True).stdout
     theirs = json.loads(subprocess.run([a.python, "-c", NUMPY_GEMM], check=True, capture_output=True, text=True).stdout)
     rows = {}
@@ -83,13 +93,14 @@ def main():
         cells = [c.strip() for c in line.strip("|").split("|")]
         if len(cells) == 4 and cells[3].replace(".", "").isdigit():
             rows[cells[0]] = float(cells[3])
-    lines.append("## GEMM (`dot_general` library steps)\n")
-    lines.append(f"{threads} threads. pjc: `crates/pjc-host/examples/gemm_gflops.rs` (best of 5); numpy: `a @ b` (best of 5).\n")
-    lines.append("| product | pjc GFLOP/s | numpy GFLOP/s | pjc / numpy |")
+    lines.append("## GEMM and convolution (library steps)\n")
+    lines.append(f"{threads} threads. pjc: `crates/pjc-host/examples/gemm_gflops.rs` (best of 5; convolutions best of 3), "
+                 "the library-step code the executables run; numpy: `a @ b`; XLA: `jax.jit` of `lax.conv_general_dilated` (best of 5).\n")
+    lines.append("| product | pjc GFLOP/s | numpy / XLA GFLOP/s | pjc / numpy or XLA |")
     lines.append("|---|---:|---:|---:|")
     np_by = {r["name"]: r["gflops"] for r in theirs}
     for name, g in rows.items():
-        key = {"f32 2048^3": "float32 2048^3", "f64 1024^3": "float64 1024^3"}.get(name)
+        key = {"f32 2048^3": "float32 2048^3", "f64 1024^3": "float64 1024^3"}.get(name, name if name in np_by else None)
         if key:
             lines.append(f"| {name} | {g:.0f} | {np_by[key]:.0f} | {g / np_by[key]:.2f} |")
         else:
@@ -123,7 +134,7 @@ def main():
 
     head = (f"# Step time at training sizes: pjc against JAX/XLA (CPU)\n\n"
             f"Measured by `bash scripts/bench-steps.sh` on {cpu_name()}, {threads} cores, "
-            f"{time.strftime('%Y-%m-%d')}; BLAS: `PJC_BLAS={os.environ.get('PJC_BLAS', '(default: libopenblas.so.0)')}`, "
+            f"{time.strftime('%Y-%m-%d')}; BLAS: `PJC_BLAS={os.environ.get('PJC_BLAS', '(unset: the gemm crate)')}`, "
             f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}.\n\n")
     Path(a.out).write_text(head + "\n".join(lines))
     print(head + "\n".join(lines))

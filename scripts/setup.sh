@@ -16,7 +16,7 @@ APT_PACKAGES=(
   llvm-22-dev libpolly-22-dev libzstd-dev zlib1g-dev libffi-dev   # LLVM 22 for code generation (inkwell)
   libopenmpi-dev openmpi-bin                    # OpenMPI: the multi-process runtime (pjc-runtime, rsmpi) and mpirun for its tests
   libclang1-22 libclang-common-22-dev           # libclang for bindgen in rsmpi's mpi-sys build (stddef.h comes from -common)
-  libopenblas0-pthread                          # OpenBLAS: loaded at run time for large f32/f64 products (optional for executables)
+  libopenblas0-pthread                          # OpenBLAS: the tests cover the optional CBLAS path (PJC_BLAS) with it
 )
 MIN_RUST=1.80
 

@@ -1,6 +1,7 @@
 //! GFLOP/s of `dot_general` library steps on this machine (a benchmark, not a
-//! test): square f32/f64 products and the products of a GPT block, each
-//! through `pjc_host::gemm::try_dot` as the executables run them.
+//! test): square f32/f64 products, the products of a GPT block and
+//! convolutions of ResNet-50, each through the library-step code
+//! (`pjc_host::gemm::try_dot`, `pjc_host::conv::try_conv`) the executables run.
 //!
 //!     cargo run --release -p pjc-host --example gemm_gflops [THREADS]
 
@@ -52,6 +53,33 @@ fn main() {
         for _ in 0..5 {
             let t = Instant::now();
             std::hint::black_box(pjc_host::gemm::try_dot(&i, &ins, &out, threads));
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        println!("| {name} | {threads} | {:.1} | {:.1} |", best * 1e3, flops / best / 1e9);
+    }
+    // Convolutions of ResNet-50's shapes (NHWC), forward.
+    let convs: Vec<(&str, Vec<usize>, Vec<usize>, i64, i64)> = vec![
+        ("conv 3x3 64->64 [8,56,56]", vec![8, 56, 56, 64], vec![3, 3, 64, 64], 1, 1),
+        ("conv 1x1 256->64 [8,56,56]", vec![8, 56, 56, 256], vec![1, 1, 256, 64], 1, 0),
+        ("conv 7x7/2 3->64 [8,224,224]", vec![8, 224, 224, 3], vec![7, 7, 3, 64], 2, 3),
+    ];
+    for (name, xs, ks, stride, pad) in convs {
+        let (x, k) = (tensor(DType::F32, &xs), tensor(DType::F32, &ks));
+        let mut i = InstData::new(Opcode::Convolution);
+        i.set_attr("dims", AttrValue::Str("b01f_01io->b01f".into()));
+        i.set_attr("window_strides", AttrValue::int_list(&[stride, stride]));
+        i.set_attr("padding", AttrValue::List(vec![AttrValue::int_list(&[pad, pad]); 2]));
+        let o = |s: usize, kk: usize| (s + 2 * pad as usize - kk) / stride as usize + 1;
+        let so = [xs[0], o(xs[1], ks[0]), o(xs[2], ks[1]), ks[3]];
+        let out = TensorType::new(DType::F32, so.iter().map(|&x| x as u64).collect());
+        let flops = 2.0 * so.iter().product::<usize>() as f64 * (ks[0] * ks[1] * ks[2]) as f64;
+        let ins = [x, k];
+        let blas = pjc_host::blas::get();
+        pjc_host::conv::try_conv(&i, &ins, &out, threads, blas).expect("on the GEMM path");
+        let mut best = f64::MAX;
+        for _ in 0..3 {
+            let t = Instant::now();
+            std::hint::black_box(pjc_host::conv::try_conv(&i, &ins, &out, threads, blas));
             best = best.min(t.elapsed().as_secs_f64());
         }
         println!("| {name} | {threads} | {:.1} | {:.1} |", best * 1e3, flops / best / 1e9);

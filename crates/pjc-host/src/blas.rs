@@ -1,12 +1,13 @@
-//! A system BLAS for the large f32/f64 products, loaded at run time.
+//! A system CBLAS (OpenBLAS, MKL, BLIS, ...) for f32/f64 products, loaded at
+//! run time when `PJC_BLAS` names it (`PJC_BLAS=libopenblas.so.0`).
 //!
-//! OpenBLAS (Debian's `libopenblas0`) runs a 2048³ f32 product at about 2.2x
-//! the `gemm` crate's rate on the project's machines (docs/benchmarks.md has
-//! the measurement), so library steps hand it their products when it is
-//! there. Nothing links it: an executable finds `libopenblas.so.0` when it
-//! starts (or the library `PJC_BLAS` names; `PJC_BLAS=none` turns it off)
-//! and uses the `gemm` crate without it, so it runs on any x86-64 machine.
-//! OpenBLAS's own environment (`OPENBLAS_CORETYPE`, ...) is left as it is.
+//! Off by default, chosen by measurement: on the project's AVX-512 machines
+//! the `gemm` crate (its AVX-512 kernels, one call per block of rows on each
+//! thread) runs a 2048³ f32 product at about 340 GFLOP/s, Debian's OpenBLAS
+//! 0.3.21 at about 220 (held to its AVX2 kernels there by
+//! `OPENBLAS_CORETYPE`), numpy 225 (docs/benchmarks-steps.md). A machine with
+//! a better-tuned BLAS can opt in; nothing links it, so an executable runs
+//! anywhere without one. The library's own environment is left as it is.
 
 use libloading::Library;
 use std::sync::OnceLock;
@@ -30,22 +31,23 @@ pub struct Blas {
     _lib: Library,
 }
 
-/// The system BLAS, if this process has one (looked up once).
+/// The BLAS `PJC_BLAS` names, if any (looked up once; `none`, empty or
+/// unset: none).
 pub fn get() -> Option<&'static Blas> {
     static BLAS: OnceLock<Option<Blas>> = OnceLock::new();
-    BLAS.get_or_init(load).as_ref()
+    BLAS.get_or_init(|| match std::env::var("PJC_BLAS") {
+        Ok(v) if v != "none" && !v.is_empty() => load(&[v.as_str()]),
+        _ => None,
+    })
+    .as_ref()
 }
 
-fn load() -> Option<Blas> {
-    let names: Vec<String> = match std::env::var("PJC_BLAS") {
-        Ok(v) if v == "none" || v.is_empty() => return None,
-        Ok(v) => vec![v],
-        Err(_) => vec!["libopenblas.so.0".into(), "libopenblas.so".into()],
-    };
-    for name in names {
+/// The first of `names` that loads and has CBLAS's products.
+pub fn load(names: &[&str]) -> Option<Blas> {
+    for &name in names {
         // SAFETY: loading a BLAS runs its initialisers, which set up its
         // thread pool and nothing else of this process.
-        let Ok(lib) = (unsafe { Library::new(&name) }) else { continue };
+        let Ok(lib) = (unsafe { Library::new(name) }) else { continue };
         // SAFETY: the CBLAS symbols have the C signatures declared above.
         let found = unsafe {
             let s = lib.get::<Sgemm>(b"cblas_sgemm\0").map(|f| *f);
@@ -54,7 +56,7 @@ fn load() -> Option<Blas> {
             (s, d, t)
         };
         if let (Ok(sgemm), Ok(dgemm), set_threads) = found {
-            return Some(Blas { name, sgemm, dgemm, set_threads, threads: std::sync::Mutex::new(0), _lib: lib });
+            return Some(Blas { name: name.to_string(), sgemm, dgemm, set_threads, threads: std::sync::Mutex::new(0), _lib: lib });
         }
     }
     None
@@ -117,6 +119,13 @@ impl Blas {
             *cur = t;
         }
     }
+}
+
+/// OpenBLAS when this machine has it, for tests of the CBLAS path.
+#[cfg(test)]
+pub(crate) fn openblas() -> Option<&'static Blas> {
+    static B: OnceLock<Option<Blas>> = OnceLock::new();
+    B.get_or_init(|| load(&["libopenblas.so.0"])).as_ref()
 }
 
 #[cfg(test)]

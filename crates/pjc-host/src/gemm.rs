@@ -151,14 +151,28 @@ impl DotLayout {
     }
 }
 
-/// A thread pool of `threads` threads, built once per process (the global
-/// pool has one thread per core, more than a rank's share when several ranks
-/// share a machine).
-fn pool(threads: usize) -> Option<&'static rayon::ThreadPool> {
-    static POOL: std::sync::OnceLock<Option<(usize, rayon::ThreadPool)>> = std::sync::OnceLock::new();
-    match POOL.get_or_init(|| rayon::ThreadPoolBuilder::new().num_threads(threads).build().ok().map(|p| (threads, p))) {
-        Some((t, p)) if *t == threads => Some(p),
-        _ => None,
+/// A thread pool of `threads` threads, built once per process and thread
+/// count (the global pool has one thread per core, more than a rank's share
+/// when several ranks share a machine).
+pub(crate) fn pool(threads: usize) -> Option<&'static rayon::ThreadPool> {
+    static POOLS: std::sync::Mutex<Vec<(usize, &'static rayon::ThreadPool)>> = std::sync::Mutex::new(Vec::new());
+    let mut pools = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&(_, p)) = pools.iter().find(|(t, _)| *t == threads) {
+        return Some(p);
+    }
+    let p: &'static rayon::ThreadPool = Box::leak(Box::new(rayon::ThreadPoolBuilder::new().num_threads(threads).build().ok()?));
+    pools.push((threads, p));
+    Some(p)
+}
+
+#[derive(Clone, Copy)]
+struct SendPtr<T>(*const T);
+// SAFETY: only read, through disjoint row ranges.
+unsafe impl<T> Send for SendPtr<T> {}
+unsafe impl<T> Sync for SendPtr<T> {}
+impl<T> SendPtr<T> {
+    fn get(self) -> *const T {
+        self.0
     }
 }
 
@@ -169,7 +183,7 @@ const PARALLEL_WORK: usize = 1 << 15;
 /// parallel, one per thread, with the gemm crate; otherwise each product runs
 /// on all the threads, with the system BLAS when there is one (and its strides
 /// fit CBLAS) and the gemm crate otherwise.
-fn gemm_batched<T: crate::blas::Element + Default + Send + Sync>(l: &DotLayout, x: &[T], y: &[T], one: T, threads: usize, blas: Option<&crate::blas::Blas>) -> Vec<T> {
+pub(crate) fn gemm_batched<T: crate::blas::Element + Default + Send + Sync>(l: &DotLayout, x: &[T], y: &[T], one: T, threads: usize, blas: Option<&crate::blas::Blas>) -> Vec<T> {
     use rayon::prelude::*;
     let (m, k, n) = (l.m, l.k, l.n);
     let mut dst = vec![T::default(); l.batches() * m * n];
@@ -224,7 +238,26 @@ fn gemm_batched<T: crate::blas::Element + Default + Send + Sync>(l: &DotLayout, 
                 T::gemm(b, m, n, k, x.as_ptr().add(ox), l.lhs.rs, l.lhs.cs, y.as_ptr().add(oy), l.rhs.rs, l.rhs.cs, out.as_mut_ptr())
             });
             if !done {
-                run(i, out, par);
+                if threads > 1 && work >= PARALLEL_WORK && m >= 2 * 64 {
+                    // Row blocks in parallel, one gemm call each.
+                    let mb = (m / (threads * 4)).max(64);
+                    let xs = SendPtr(x.as_ptr().wrapping_add(ox));
+                    let ys = SendPtr(y.as_ptr().wrapping_add(oy));
+                    let body = |(bi, o): (usize, &mut [T])| {
+                        let r0 = bi * mb;
+                        let rows = o.len() / n;
+                        // SAFETY: rows r0..r0+rows of the lhs and of this output.
+                        unsafe {
+                            gemm::gemm(rows, n, k, o.as_mut_ptr(), 1, n as isize, false, xs.get().add(r0 * l.lhs.rs), l.lhs.cs as isize, l.lhs.rs as isize, ys.get(), l.rhs.cs as isize, l.rhs.rs as isize, T::default(), one, false, false, false, gemm::Parallelism::None);
+                        }
+                    };
+                    match pool(threads) {
+                        Some(p) => p.install(|| out.par_chunks_mut(mb * n).enumerate().for_each(body)),
+                        None => out.chunks_mut(mb * n).enumerate().for_each(body),
+                    }
+                } else {
+                    run(i, out, par);
+                }
             }
         }
     }
@@ -416,7 +449,7 @@ mod tests {
                 let us = |v: &[i64]| v.iter().map(|&x| x as usize).collect::<Vec<_>>();
                 let want = pjc_tensor::dot_general(&a, &b, &us(lb), &us(rb), &us(lc), &us(rc), od).unwrap();
                 let out = TensorType::new(od, want.shape.iter().map(|&x| x as u64).collect());
-                for (threads, blas) in [(1, None), (3, None), (1, crate::blas::get()), (2, crate::blas::get())] {
+                for (threads, blas) in [(1, None), (3, None), (1, crate::blas::openblas()), (2, crate::blas::openblas())] {
                     let got = dot_with(&dot_inst(lb, rb, lc, rc), &[a.clone(), b.clone()], &out, threads, blas)
                         .unwrap_or_else(|| panic!("{sa:?} x {sb:?} ({d} -> {od}) fell off the GEMM path"));
                     let with = blas.map_or("the gemm crate", |b| b.name.as_str());
@@ -447,7 +480,7 @@ mod tests {
             let (a, b) = (real(&[4, 33, 300], d), real(&[300, 17], d));
             let want = pjc_tensor::dot_general(&a, &b, &[], &[], &[2], &[0], od).unwrap();
             let out = TensorType::new(od, vec![4, 33, 17]);
-            for blas in [None, crate::blas::get()] {
+            for blas in [None, crate::blas::openblas()] {
                 let got = dot_with(&dot_inst(&[], &[], &[2], &[0]), &[a.clone(), b.clone()], &out, 2, blas).unwrap();
                 close(&want, &got, Tolerance::spec(od)).unwrap_or_else(|e| panic!("{d} -> {od}: {e}"));
             }

@@ -14,6 +14,7 @@
 //!   only: the code generator fills it in, the runtime reads it).
 
 pub mod blas;
+pub mod conv;
 pub mod gemm;
 
 use pjc_plan::{BufferKind, Plan, Step};
@@ -122,7 +123,7 @@ impl HostBuf {
         unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr() as *mut u8, self.len) }
     }
     pub fn write_tensor(&mut self, t: &Tensor) {
-        let bytes = pjc_tensor::buf_to_le_bytes(&t.data);
+        let bytes = pjc_tensor::buf_le_bytes(&t.data);
         assert_eq!(bytes.len(), self.len, "tensor size matches its buffer");
         self.bytes_mut().copy_from_slice(&bytes);
     }
@@ -219,8 +220,8 @@ impl StepHooks for SingleDevice {
 }
 
 /// Runs a library step (an op without a generated kernel) on host tensors:
-/// `axis_index` from `hooks`, GEMM when the step is a plain matrix product,
-/// else the reference kernel.
+/// `axis_index` from `hooks`, every `dot_general` and float `convolution` as
+/// GEMM, the rest with the reference kernels.
 pub fn library_step(inst: &InstData, ins: &[Tensor], out_ty: &TensorType, threads: usize, hooks: &dyn StepHooks) -> Result<Tensor, HostError> {
     if inst.op == Opcode::AxisIndex {
         let axis = inst.attr("axis").and_then(|a| a.as_ident()).unwrap_or("");
@@ -228,6 +229,9 @@ pub fn library_step(inst: &InstData, ins: &[Tensor], out_ty: &TensorType, thread
         return Ok(Tensor::from_scalars(DType::I32, vec![], &[Scalar::Int(c as i128)]));
     }
     if let Some(t) = gemm::try_dot(inst, ins, out_ty, threads) {
+        return Ok(t);
+    }
+    if let Some(t) = conv::try_conv(inst, ins, out_ty, threads, blas::get()) {
         return Ok(t);
     }
     pjc_plan::exec::library(inst, ins, out_ty).map_err(|e| HostError::Runtime(e.to_string()))

@@ -22,9 +22,32 @@ use crate::tensor::{Buf, Tensor, TensorError};
 
 /// Elements as little-endian bytes, row-major (pred: one byte, 0 or 1).
 pub fn buf_to_le_bytes(b: &Buf) -> Vec<u8> {
+    buf_le_bytes(b).into_owned()
+}
+
+/// The bytes of a slice of plain numbers as they lie in memory: on a
+/// little-endian machine, exactly their little-endian encoding.
+#[cfg(target_endian = "little")]
+fn raw<T: Copy>(v: &[T]) -> &[u8] {
+    // SAFETY: the element types here (floats, f16/bf16, integers) have no
+    // padding, so every byte of the slice is initialised.
+    unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
+}
+
+/// [`buf_to_le_bytes`] without a copy where the machine's own layout is the
+/// encoding (numbers on little-endian machines).
+pub fn buf_le_bytes(b: &Buf) -> std::borrow::Cow<'_, [u8]> {
+    use std::borrow::Cow;
+    #[cfg(target_endian = "little")]
     macro_rules! le {
         ($v:expr) => {
-            $v.iter().flat_map(|x| x.to_le_bytes()).collect()
+            Cow::Borrowed(raw($v))
+        };
+    }
+    #[cfg(not(target_endian = "little"))]
+    macro_rules! le {
+        ($v:expr) => {
+            Cow::Owned($v.iter().flat_map(|x| x.to_le_bytes()).collect())
         };
     }
     match b {
@@ -40,7 +63,7 @@ pub fn buf_to_le_bytes(b: &Buf) -> Vec<u8> {
         Buf::U32(v) => le!(v),
         Buf::U16(v) => le!(v),
         Buf::U8(v) => le!(v),
-        Buf::Pred(v) => v.iter().map(|&x| x as u8).collect(),
+        Buf::Pred(v) => Cow::Owned(v.iter().map(|&x| x as u8).collect()),
     }
 }
 
@@ -51,6 +74,22 @@ pub fn buf_from_le_bytes(d: DType, bytes: &[u8]) -> Result<Buf, String> {
     if bytes.len() % size != 0 {
         return Err(format!("{} bytes are not a whole number of {d} elements", bytes.len()));
     }
+    #[cfg(target_endian = "little")]
+    macro_rules! from {
+        ($t:ty) => {{
+            let n = bytes.len() / size;
+            let mut v: Vec<$t> = Vec::with_capacity(n);
+            // SAFETY: n elements of capacity, filled with n·size bytes; every
+            // bit pattern is a valid value of these number types, and on a
+            // little-endian machine their layout is the encoding.
+            unsafe {
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr() as *mut u8, n * size);
+                v.set_len(n);
+            }
+            v
+        }};
+    }
+    #[cfg(not(target_endian = "little"))]
     macro_rules! from {
         ($t:ty) => {
             bytes
