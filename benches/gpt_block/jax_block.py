@@ -10,7 +10,6 @@ warm-up steps, and the largest difference from pjc.
 """
 
 import json
-import struct
 import sys
 import time
 from pathlib import Path
@@ -19,19 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-
-def load(path):
-    raw = Path(path).read_bytes()
-    n = struct.unpack("<Q", raw[:8])[0]
-    header = json.loads(raw[8:8 + n])
-    out = {}
-    for name, v in header.items():
-        if name == "__metadata__":
-            continue
-        s, e = v["data_offsets"]
-        assert v["dtype"] == "F32"
-        out[name] = np.frombuffer(raw[8 + n + s:8 + n + e], dtype=np.float32).reshape(v["shape"])
-    return out
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+from jax2pir.safetensors import read as load  # noqa: E402  (numpy only)
 
 
 def layer_norm(x):
