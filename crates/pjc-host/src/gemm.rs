@@ -264,68 +264,6 @@ pub(crate) fn gemm_batched<T: crate::blas::Element + Default + Send + Sync>(l: &
     dst
 }
 
-/// `src` (row-major, `shape`) with its dimensions permuted (`perm[i]`: the
-/// source dimension of result dimension `i`): one pass over the result in
-/// order, the innermost dimension a strided read.
-fn permute<T: Copy>(src: &[T], shape: &[usize], perm: &[usize]) -> Vec<T> {
-    let st = strides(shape);
-    let rank = perm.len();
-    let n: usize = shape.iter().product();
-    let mut out = Vec::with_capacity(n);
-    if n == 0 {
-        return out;
-    }
-    if rank == 0 {
-        out.push(src[0]);
-        return out;
-    }
-    let oshape: Vec<usize> = perm.iter().map(|&d| shape[d]).collect();
-    let ost: Vec<usize> = perm.iter().map(|&d| st[d]).collect();
-    let (inner, istride) = (oshape[rank - 1], ost[rank - 1]);
-    let mut idx = vec![0usize; rank - 1];
-    let mut base = 0usize;
-    loop {
-        out.extend((0..inner).map(|j| src[base + j * istride]));
-        // Next index of the outer dimensions (an odometer).
-        let mut d = rank - 1;
-        loop {
-            if d == 0 {
-                return out;
-            }
-            d -= 1;
-            idx[d] += 1;
-            base += ost[d];
-            if idx[d] < oshape[d] {
-                break;
-            }
-            base -= ost[d] * oshape[d];
-            idx[d] = 0;
-        }
-    }
-}
-
-/// `pjc_tensor::transpose` with [`permute`] for the float and integer
-/// element types (the reference for `pred`).
-fn transpose(t: &Tensor, perm: &[usize]) -> Option<Tensor> {
-    let shape: Vec<usize> = perm.iter().map(|&d| t.shape[d]).collect();
-    let data = match &t.data {
-        Buf::F64(v) => Buf::F64(permute(v, &t.shape, perm)),
-        Buf::F32(v) => Buf::F32(permute(v, &t.shape, perm)),
-        Buf::F16(v) => Buf::F16(permute(v, &t.shape, perm)),
-        Buf::BF16(v) => Buf::BF16(permute(v, &t.shape, perm)),
-        Buf::I64(v) => Buf::I64(permute(v, &t.shape, perm)),
-        Buf::I32(v) => Buf::I32(permute(v, &t.shape, perm)),
-        Buf::I16(v) => Buf::I16(permute(v, &t.shape, perm)),
-        Buf::I8(v) => Buf::I8(permute(v, &t.shape, perm)),
-        Buf::U64(v) => Buf::U64(permute(v, &t.shape, perm)),
-        Buf::U32(v) => Buf::U32(permute(v, &t.shape, perm)),
-        Buf::U16(v) => Buf::U16(permute(v, &t.shape, perm)),
-        Buf::U8(v) => Buf::U8(permute(v, &t.shape, perm)),
-        Buf::Pred(_) => return pjc_tensor::transpose(t, perm).ok(),
-    };
-    Some(Tensor::new(shape, data))
-}
-
 /// The batched product of integer operands: wrapping i64 multiply-adds
 /// (exact modulo 2^64, so wrapping the sum to the result's width gives the
 /// spec's result), rows in parallel.
@@ -387,7 +325,7 @@ pub fn dot_with(inst: &InstData, ins: &[Tensor], out: &TensorType, threads: usiz
     // Operands are read in place unless a transpose or a widening is needed.
     fn ordered<'t>(t: &'t Tensor, op: &GemmOperand) -> Option<Cow<'t, Tensor>> {
         match &op.transpose {
-            Some(perm) => transpose(t, perm).map(Cow::Owned),
+            Some(perm) => pjc_tensor::transpose(t, perm).ok().map(Cow::Owned),
             None => Some(Cow::Borrowed(t)),
         }
     }
@@ -545,25 +483,6 @@ mod tests {
             for blas in [None, crate::blas::openblas()] {
                 let got = dot_with(&dot_inst(&[], &[], &[2], &[0]), &[a.clone(), b.clone()], &out, 2, blas).unwrap();
                 close(&want, &got, Tolerance::spec(od)).unwrap_or_else(|e| panic!("{d} -> {od}: {e}"));
-            }
-        }
-    }
-
-    #[test]
-    fn transposes_match_the_reference() {
-        let mut seed = 5;
-        for (shape, perm) in [
-            (vec![4, 3, 5], vec![0, 2, 1]),
-            (vec![2, 3, 4, 5], vec![3, 1, 0, 2]),
-            (vec![6], vec![0]),
-            (vec![1, 7, 1], vec![2, 0, 1]),
-            (vec![3, 0, 2], vec![2, 1, 0]),
-            (vec![], vec![]),
-        ] {
-            for d in [DType::F32, DType::BF16, DType::I8, DType::U64] {
-                let t = operand(d, &shape, &mut seed);
-                let want = pjc_tensor::transpose(&t, &perm).unwrap();
-                close(&want, &transpose(&t, &perm).unwrap(), Tolerance::BITWISE).unwrap_or_else(|e| panic!("{shape:?} {perm:?} {d}: {e}"));
             }
         }
     }

@@ -108,10 +108,48 @@ pub fn transpose(a: &Tensor, perm: &[usize]) -> Result<Tensor, TensorError> {
             return invalid(format!("transpose: {perm:?} is not a permutation"));
         }
     }
-    let ast = strides(&a.shape);
     let shape: Vec<usize> = perm.iter().map(|&p| a.shape[p]).collect();
-    let steps: Vec<isize> = perm.iter().map(|&p| ast[p] as isize).collect();
-    Ok(Tensor::new(shape.clone(), a.data.take(&affine_map(&shape, 0, &steps))))
+    Ok(Tensor::new(shape, crate::map_buf!(&a.data, v => permute(v, &a.shape, perm))))
+}
+
+/// `src` (row-major, `shape`) with its dimensions permuted (`perm[i]`: the
+/// source dimension of result dimension `i`): one pass over the result in
+/// order, the innermost dimension a strided read.
+fn permute<T: Copy>(src: &[T], shape: &[usize], perm: &[usize]) -> Vec<T> {
+    let st = strides(shape);
+    let rank = perm.len();
+    let n: usize = shape.iter().product();
+    let mut out = Vec::with_capacity(n);
+    if n == 0 {
+        return out;
+    }
+    if rank == 0 {
+        out.push(src[0]);
+        return out;
+    }
+    let oshape: Vec<usize> = perm.iter().map(|&d| shape[d]).collect();
+    let ost: Vec<usize> = perm.iter().map(|&d| st[d]).collect();
+    let (inner, istride) = (oshape[rank - 1], ost[rank - 1]);
+    let mut idx = vec![0usize; rank - 1];
+    let mut base = 0usize;
+    loop {
+        out.extend((0..inner).map(|j| src[base + j * istride]));
+        // Next index of the outer dimensions (an odometer).
+        let mut d = rank - 1;
+        loop {
+            if d == 0 {
+                return out;
+            }
+            d -= 1;
+            idx[d] += 1;
+            base += ost[d];
+            if idx[d] < oshape[d] {
+                break;
+            }
+            base -= ost[d] * oshape[d];
+            idx[d] = 0;
+        }
+    }
 }
 
 /// `slice`: elements `start[i], start[i] + stride[i], ...` below `limit[i]`.
@@ -364,6 +402,30 @@ pub fn scatter_add(base: &Tensor, idx: &Tensor, updates: &Tensor, axis: usize) -
 mod tests {
     use super::*;
     use half::bf16;
+
+    #[test]
+    fn transpose_is_the_gather_through_the_permuted_strides() {
+        // permute's odometer against the definition: element c of the result is
+        // element sum(c[i] * strides[perm[i]]) of the input.
+        for (shape, perm) in [
+            (vec![4, 3, 5], vec![0, 2, 1]),
+            (vec![2, 3, 4, 5], vec![3, 1, 0, 2]),
+            (vec![6], vec![0]),
+            (vec![1, 7, 1], vec![2, 0, 1]),
+            (vec![3, 0, 2], vec![2, 1, 0]),
+            (vec![], vec![]),
+        ] {
+            let n: usize = shape.iter().product();
+            let a = Tensor::new(shape.clone(), Buf::I64((0..n as i64).map(|x| x * 7 - 3).collect()));
+            let st = strides(&shape);
+            let out_shape: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
+            let steps: Vec<isize> = perm.iter().map(|&p| st[p] as isize).collect();
+            let want = Tensor::new(out_shape, a.data.take(&affine_map(&perm.iter().map(|&p| shape[p]).collect::<Vec<_>>(), 0, &steps)));
+            assert_eq!(transpose(&a, &perm).unwrap(), want, "{shape:?} {perm:?}");
+            let p = Tensor::new(shape.clone(), Buf::Pred((0..n).map(|x| x % 3 == 0).collect()));
+            assert_eq!(transpose(&p, &perm).unwrap().data, p.data.take(&affine_map(&want.shape, 0, &steps)), "pred {shape:?} {perm:?}");
+        }
+    }
 
     /// A 3-D i32 tensor whose element at (i, j, k) is 100*i + 10*j + k.
     fn cube(s: [usize; 3]) -> Tensor {
