@@ -165,17 +165,6 @@ pub(crate) fn pool(threads: usize) -> Option<&'static rayon::ThreadPool> {
     Some(p)
 }
 
-#[derive(Clone, Copy)]
-struct SendPtr<T>(*const T);
-// SAFETY: only read, through disjoint row ranges.
-unsafe impl<T> Send for SendPtr<T> {}
-unsafe impl<T> Sync for SendPtr<T> {}
-impl<T> SendPtr<T> {
-    fn get(self) -> *const T {
-        self.0
-    }
-}
-
 /// Products with fewer multiply-adds than this run on one thread.
 const PARALLEL_WORK: usize = 1 << 15;
 
@@ -191,13 +180,16 @@ pub(crate) fn gemm_batched<T: crate::blas::Element + Default + Send + Sync>(l: &
         return dst; // empty sums are zero
     }
     let work = m * n * k;
-    let run = |i: usize, out: &mut [T], par: gemm::Parallelism| {
-        let (ox, oy) = l.offsets(i);
+    // One product: the output rows `out` (whole rows of n) from the lhs rows
+    // starting at element `ox` and the rhs at element `oy`.
+    let product = |ox: usize, oy: usize, out: &mut [T], par: gemm::Parallelism| {
+        let rows = out.len() / n;
         // SAFETY: every index the strides reach is inside x, y and out: the
-        // layout was computed from these operands' shapes.
+        // layout was computed from these operands' shapes, and callers pass
+        // offsets of whole batches and row blocks of it.
         unsafe {
             gemm::gemm(
-                m,
+                rows,
                 n,
                 k,
                 out.as_mut_ptr(),
@@ -221,43 +213,41 @@ pub(crate) fn gemm_batched<T: crate::blas::Element + Default + Send + Sync>(l: &
     };
     let batches = l.batches();
     if threads > 1 && batches >= threads && work < 1 << 22 {
-        let body = |dst: &mut Vec<T>| dst.par_chunks_mut(m * n).enumerate().for_each(|(i, out)| run(i, out, gemm::Parallelism::None));
+        let body = |dst: &mut Vec<T>| {
+            dst.par_chunks_mut(m * n).enumerate().for_each(|(i, out)| {
+                let (ox, oy) = l.offsets(i);
+                product(ox, oy, out, gemm::Parallelism::None)
+            })
+        };
         match pool(threads) {
             Some(p) => p.install(|| body(&mut dst)),
             None => body(&mut dst),
         }
     } else {
-        let par = if threads > 1 && work >= PARALLEL_WORK { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
         if let Some(b) = blas {
             b.use_threads(threads);
         }
         for (i, out) in dst.chunks_mut(m * n).enumerate() {
             let (ox, oy) = l.offsets(i);
-            // SAFETY: as for `run`.
+            // SAFETY: as for `product`.
             let done = blas.is_some_and(|b| unsafe {
                 T::gemm(b, m, n, k, x.as_ptr().add(ox), l.lhs.rs, l.lhs.cs, y.as_ptr().add(oy), l.rhs.rs, l.rhs.cs, out.as_mut_ptr())
             });
-            if !done {
-                if threads > 1 && work >= PARALLEL_WORK && m >= 2 * 64 {
-                    // Row blocks in parallel, one gemm call each.
-                    let mb = (m / (threads * 4)).max(64);
-                    let xs = SendPtr(x.as_ptr().wrapping_add(ox));
-                    let ys = SendPtr(y.as_ptr().wrapping_add(oy));
-                    let body = |(bi, o): (usize, &mut [T])| {
-                        let r0 = bi * mb;
-                        let rows = o.len() / n;
-                        // SAFETY: rows r0..r0+rows of the lhs and of this output.
-                        unsafe {
-                            gemm::gemm(rows, n, k, o.as_mut_ptr(), 1, n as isize, false, xs.get().add(r0 * l.lhs.rs), l.lhs.cs as isize, l.lhs.rs as isize, ys.get(), l.rhs.cs as isize, l.rhs.rs as isize, T::default(), one, false, false, false, gemm::Parallelism::None);
-                        }
-                    };
-                    match pool(threads) {
-                        Some(p) => p.install(|| out.par_chunks_mut(mb * n).enumerate().for_each(body)),
-                        None => out.chunks_mut(mb * n).enumerate().for_each(body),
-                    }
-                } else {
-                    run(i, out, par);
+            if done {
+                continue;
+            }
+            if threads > 1 && work >= PARALLEL_WORK && m >= 2 * 64 {
+                // Row blocks in parallel, one single-threaded call each: the
+                // gemm crate's kernels run best this way (docs/executable.md).
+                let mb = (m / (threads * 4)).max(64);
+                let body = |(bi, o): (usize, &mut [T])| product(ox + bi * mb * l.lhs.rs, oy, o, gemm::Parallelism::None);
+                match pool(threads) {
+                    Some(p) => p.install(|| out.par_chunks_mut(mb * n).enumerate().for_each(body)),
+                    None => out.chunks_mut(mb * n).enumerate().for_each(body),
                 }
+            } else {
+                let par = if threads > 1 && work >= PARALLEL_WORK { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
+                product(ox, oy, out, par);
             }
         }
     }
