@@ -120,6 +120,52 @@ impl Buf {
     pub fn take(&self, idx: &[usize]) -> Buf {
         map_buf!(self, v => idx.iter().map(|&i| v[i]).collect())
     }
+
+    /// The elements of a row-major array of `shape` with its dimensions
+    /// permuted (`perm[i]`: the source dimension of result dimension `i`).
+    pub fn permuted(&self, shape: &[usize], perm: &[usize]) -> Buf {
+        map_buf!(self, v => permute(v, shape, perm))
+    }
+}
+
+/// `src` (row-major, `shape`) with its dimensions permuted (`perm[i]`: the
+/// source dimension of result dimension `i`): one pass over the result in
+/// order, the innermost dimension a strided read.
+fn permute<T: Copy>(src: &[T], shape: &[usize], perm: &[usize]) -> Vec<T> {
+    let st = strides(shape);
+    let rank = perm.len();
+    let n: usize = shape.iter().product();
+    let mut out = Vec::with_capacity(n);
+    if n == 0 {
+        return out;
+    }
+    if rank == 0 {
+        out.push(src[0]);
+        return out;
+    }
+    let oshape: Vec<usize> = perm.iter().map(|&d| shape[d]).collect();
+    let ost: Vec<usize> = perm.iter().map(|&d| st[d]).collect();
+    let (inner, istride) = (oshape[rank - 1], ost[rank - 1]);
+    let mut idx = vec![0usize; rank - 1];
+    let mut base = 0usize;
+    loop {
+        out.extend((0..inner).map(|j| src[base + j * istride]));
+        // Next index of the outer dimensions (an odometer).
+        let mut d = rank - 1;
+        loop {
+            if d == 0 {
+                return out;
+            }
+            d -= 1;
+            idx[d] += 1;
+            base += ost[d];
+            if idx[d] < oshape[d] {
+                break;
+            }
+            base -= ost[d] * oshape[d];
+            idx[d] = 0;
+        }
+    }
 }
 
 /// One element value, dtype-independent: how literals and scalar reads travel.
