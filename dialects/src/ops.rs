@@ -69,8 +69,14 @@ pub enum Fusion {
     Loop,
     /// The root of a reduction kernel, into which its loop-fusible producers fuse.
     ReductionRoot,
-    /// A step of its own: a library routine over whole buffers.
+    /// A step of its own: a library routine over whole buffers (with the same
+    /// computation as a generated kernel for devices without the routine).
     Library,
+    /// Several generated kernels in sequence over stored operands, with
+    /// temporaries between them (argmax/argmin: the extreme, then its first
+    /// index; select_and_scatter_add: window maxima, selected positions, the
+    /// scatter): the operands are stored so every kernel reads the same values.
+    MultiKernel,
     /// A runtime collective.
     Collective,
     /// Never reaches the planner: calls are inlined and transforms expanded first.
@@ -341,8 +347,8 @@ ops! {
 
     // ---- section 7: reductions and contractions -----------------------------------
     Reduce = OpDef { fusion: Fusion::ReductionRoot, ..op("reduce", Exactly(1), &[req("dims", K::DimList), req("kind", K::Enum(attr::REDUCE_KINDS))], Inferred, S::REDUCE, "reduce over dims, removing them") };
-    Argmax = op("argmax", Exactly(1), &[req("dim", K::Dim)], DtypeFromWritten, S::ARG_REDUCE, "index of the first maximum along dim");
-    Argmin = op("argmin", Exactly(1), &[req("dim", K::Dim)], DtypeFromWritten, S::ARG_REDUCE, "index of the first minimum along dim");
+    Argmax = OpDef { fusion: Fusion::MultiKernel, ..op("argmax", Exactly(1), &[req("dim", K::Dim)], DtypeFromWritten, S::ARG_REDUCE, "index of the first maximum along dim") };
+    Argmin = OpDef { fusion: Fusion::MultiKernel, ..op("argmin", Exactly(1), &[req("dim", K::Dim)], DtypeFromWritten, S::ARG_REDUCE, "index of the first minimum along dim") };
     DotGeneral = numeric(op("dot_general", Exactly(2), &[
         attr("lhs_batch", K::IntList, D::EmptyList), attr("rhs_batch", K::IntList, D::EmptyList),
         attr("lhs_contract", K::IntList, D::EmptyList), attr("rhs_contract", K::IntList, D::EmptyList),
@@ -362,7 +368,7 @@ ops! {
         attr("strides", K::IntList, D::Ones),
         attr("padding", K::PadList, D::ZeroPairs),
     ], Inferred, S::window(0), "sliding-window reduction (pooling)")) };
-    SelectAndScatterAdd = numeric(op("select_and_scatter_add", Exactly(2), WINDOW, Inferred, S::window(1), "gradient of max pooling"));
+    SelectAndScatterAdd = OpDef { fusion: Fusion::MultiKernel, ..numeric(op("select_and_scatter_add", Exactly(2), WINDOW, Inferred, S::window(1), "gradient of max pooling")) };
     Gather = OpDef { replicates: true, ..index(op("gather", Exactly(2), &[req("axis", K::Dim)], Inferred, ShardingRule::Custom(Custom::Gather), "numpy take along one axis (indices clamped)")) };
     ScatterAdd = numeric(op("scatter_add", Exactly(3), &[req("axis", K::Dim)], Inferred, ShardingRule::Custom(Custom::ScatterAdd), "add updates into base at indices along one axis"));
 
@@ -372,7 +378,7 @@ ops! {
     ReduceScatter = collective("reduce_scatter", CollectiveKind::ReduceScatter, &[req("axes", K::AxisList), req("dim", K::Dim), req("kind", K::Enum(attr::COLLECTIVE_KINDS))], "reduce over the group, keep this device's slice of dim");
     AllToAll = collective("all_to_all", CollectiveKind::AllToAll, &[req("axes", K::AxisList), req("split_dim", K::Dim), req("concat_dim", K::Dim)], "exchange chunks of split_dim, concatenated along concat_dim");
     CollectivePermute = collective("collective_permute", CollectiveKind::CollectivePermute, &[req("axes", K::AxisList), req("shift", K::Int)], "send to the group position shift places ahead");
-    AxisIndex = OpDef { arity: Exactly(0), attrs: &[req("axis", K::Axis)], rule: Written, context: Context::SpmdOnly, ..base("axis_index", "this device's position along a mesh axis") };
+    AxisIndex = OpDef { arity: Exactly(0), attrs: &[req("axis", K::Axis)], rule: Written, context: Context::SpmdOnly, fusion: Fusion::Loop, cheap: true, ..base("axis_index", "this device's position along a mesh axis") };
 
     // ---- section 5 and 9: calls and transforms ------------------------------------
     Call = calling("call", &[], false, "call a function of the module");

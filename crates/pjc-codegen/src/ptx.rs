@@ -897,8 +897,11 @@ fn build_module<'ctx>(
     Ok(module)
 }
 
-/// The PTX of every kernel of `plan` for `arch`, with launch information.
+/// The PTX of every kernel of `plan` as the CUDA backend runs it (its
+/// library steps' device kernels too, except products cuBLAS takes), for
+/// `arch`, with launch information in the CUDA view's kernel order.
 pub fn compile_ptx(plan: &Plan, arch: &str) -> Result<PtxModule, CodegenError> {
+    let plan = &cuda_view(plan)?;
     let tm = target_machine(arch)?;
     let cx = Context::create();
     let module = build_module(&cx, plan, &tm)?;
@@ -935,12 +938,19 @@ pub fn compile_ptx(plan: &Plan, arch: &str) -> Result<PtxModule, CodegenError> {
 }
 
 /// The PTX text of `plan` for `arch` (`pjc compile --emit ptx`).
+/// The plan as the CUDA backend runs it (`pjc_host::device::cuda_plan`):
+/// the PTX holds its kernels, library steps' device kernels included.
+fn cuda_view(plan: &Plan) -> Result<Plan, CodegenError> {
+    pjc_host::device::cuda_plan(plan).map_err(|e| CodegenError::Llvm(e.to_string()))
+}
+
 pub fn emit_ptx(plan: &Plan, arch: &str) -> Result<String, CodegenError> {
     Ok(compile_ptx(plan, arch)?.ptx)
 }
 
 /// The optimized NVPTX LLVM IR (after linking libdevice), for inspection.
 pub fn emit_nvptx_llvm(plan: &Plan, arch: &str) -> Result<String, CodegenError> {
+    let plan = &cuda_view(plan)?;
     let tm = target_machine(arch)?;
     let cx = Context::create();
     let module = build_module(&cx, plan, &tm)?;

@@ -39,6 +39,37 @@ fn numeric_cases_run_like_the_interpreter() {
     );
 }
 
+/// The CUDA backend runs library steps cuBLAS does not take as their device
+/// kernels (`pjc_host::device`): every numeric case with a library step, with
+/// all of them replaced by their device kernels and JIT-compiled for the host,
+/// equals the interpreter too. This is where those kernels' logic is tested.
+#[test]
+fn device_kernels_run_like_the_interpreter() {
+    let cases = common::numeric_cases();
+    let mut failures = vec![];
+    let mut checked = 0;
+    for c in &cases {
+        if !c.plan.steps.iter().any(|s| matches!(s, pjc_plan::Step::Library { .. })) {
+            continue;
+        }
+        let dev = c.plan.with_device_kernels(|_, _| false);
+        checked += 1;
+        let want = common::interpret(&c.module, &c.args);
+        match pjc_codegen::execute_plan_jit(&dev, &c.args) {
+            Ok(got) => {
+                for (k, (w, g)) in want.iter().zip(&got).enumerate() {
+                    if let Err(e) = common::compare(w, g, &dev) {
+                        failures.push(format!("{}: result {k}: {e}", c.name));
+                    }
+                }
+            }
+            Err(e) => failures.push(format!("{}: {e}", c.name)),
+        }
+    }
+    assert!(checked >= 20, "only {checked} cases with library steps");
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
 #[path = "common/gen.rs"]
 mod gen;
 

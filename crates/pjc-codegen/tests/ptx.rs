@@ -1,5 +1,6 @@
 //! Every PTX module the code generator emits — for all numeric cases and all
-//! generated odd-size programs, for sm_80 and sm_90 — is assembled by ptxas
+//! generated odd-size programs, for sm_80 and sm_90, library steps' device
+//! kernels included — is assembled by ptxas
 //! with `-v`: any ptxas error, a kernel that is not an `.entry`, or any
 //! register spill fails the test. ptxas comes from `PJC_PTXAS` or the
 //! project's `.venv` (scripts/ptxas.sh installs it); without it these tests
@@ -9,7 +10,7 @@ mod common;
 #[path = "common/gen.rs"]
 mod gen;
 
-use pjc_plan::{Plan, Step};
+use pjc_plan::Plan;
 
 fn ptxas() -> std::path::PathBuf {
     common::ptxas().unwrap_or_else(|e| panic!("{e}"))
@@ -24,17 +25,10 @@ fn check(
 ) -> Result<Vec<common::PtxasInfo>, String> {
     let m = pjc_codegen::compile_ptx(plan, arch)
         .map_err(|e| format!("{name}: emit_ptx {arch}: {e}"))?;
-    let kernels: Vec<&str> = plan
-        .steps
-        .iter()
-        .filter_map(|s| {
-            if let Step::Kernel(k) = s {
-                Some(k.name.as_str())
-            } else {
-                None
-            }
-        })
-        .collect();
+    // The PTX holds the CUDA view's kernels: the plan's own and the device
+    // kernels of the library steps cuBLAS does not take.
+    let cuda = pjc_host::device::cuda_plan(plan).map_err(|e| format!("{name}: {e}"))?;
+    let kernels: Vec<&str> = cuda.kernels().map(|k| k.name.as_str()).collect();
     for k in &kernels {
         if !m.ptx.contains(&format!(".visible .entry {k}(")) {
             return Err(format!("{name} {arch}: kernel {k} is not an .entry"));

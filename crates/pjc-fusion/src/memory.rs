@@ -93,6 +93,12 @@ pub fn plan_memory(p: &Plan, carried: &[(usize, usize)]) -> Memory {
         // The caller owns parameter memory for the whole step.
         last[pb] = steps + 1;
     }
+    for (i, b) in p.buffers.iter().enumerate() {
+        // Written once, before the first run, and read by every run.
+        if matches!(b.kind, BufferKind::AxisIndices(_)) {
+            last[i] = steps + 1;
+        }
+    }
     // Donation: a carried result may take its parameter's memory when nothing
     // reads the parameter after the result is written, or only the producing
     // kernel reads it, at exactly the element it writes.

@@ -16,6 +16,8 @@ use pjc_dialects::{Fusion, TypeRule};
 use pjc_ir::{Attrs, BinaryOp, DType, Function, InstData, Opcode, TensorType, Value, ValueDef};
 use std::collections::{HashMap, HashSet};
 
+mod forms;
+
 /// Planning failures inside one instruction (programs the code generator
 /// does not handle yet); [`plan`] locates them as [`Unplannable`].
 #[derive(Clone, Debug, PartialEq)]
@@ -116,13 +118,33 @@ pub fn plan(f: &Function) -> Result<Plan, Unplannable> {
             })?;
         }
     }
-    let mut p = Planner { f, buffers: vec![], steps: vec![], buffer_of: HashMap::new(), materialize };
+    // The mesh axes `axis_index` reads, in order of first use: one buffer of
+    // this device's indices along them, written by the backend.
+    let mut axes: Vec<String> = vec![];
+    for &i in &f.body {
+        let inst = &f.insts[i];
+        if inst.op == Opcode::AxisIndex {
+            let a = Attrs::with_ranks(inst, &[]).ident("axis").map_err(|e| Unplannable::Construct {
+                func: f.name.clone(),
+                value: f.values[inst.results[0]].name.clone(),
+                msg: e.0,
+            })?;
+            if !axes.contains(&a) {
+                axes.push(a);
+            }
+        }
+    }
+    let mut p = Planner { f, buffers: vec![], steps: vec![], buffer_of: HashMap::new(), materialize, axes: axes.clone(), axis_buffer: None };
     let params: Vec<usize> = f
         .params
         .iter()
         .enumerate()
         .map(|(i, &v)| p.new_buffer(v, BufferKind::Param(i)))
         .collect();
+    if !axes.is_empty() {
+        let ty = TensorType::new(DType::I32, vec![axes.len() as u64]);
+        p.axis_buffer = Some(p.temp_buffer("axis_indices", ty, BufferKind::AxisIndices(axes)));
+    }
     for &i in &f.body {
         let inst = &f.insts[i];
         let v = inst.results[0];
@@ -133,6 +155,7 @@ pub fn plan(f: &Function) -> Result<Plan, Unplannable> {
             p.new_buffer(v, BufferKind::Constant(inst.literal.clone().unwrap()));
             continue;
         }
+        let located = |e: PlanError| Unplannable::Construct { func: f.name.clone(), value: f.values[v].name.clone(), msg: e.0 };
         match inst.op.def().fusion {
             Fusion::Collective => {
                 let input = p.buffer_of[&inst.operands[0]];
@@ -142,10 +165,12 @@ pub fn plan(f: &Function) -> Result<Plan, Unplannable> {
             Fusion::Library => {
                 let inputs = inst.operands.iter().map(|o| p.buffer_of[o]).collect();
                 let output = p.new_buffer(v, BufferKind::Temp);
-                p.steps.push(Step::Library { inst: inst.detached(), inputs, output });
+                let device = p.device_kernel(inst, output).map_err(located)?;
+                p.steps.push(Step::Library { inst: inst.detached(), inputs, output, device });
             }
+            Fusion::MultiKernel => p.multi_kernel(inst).map_err(located)?,
             Fusion::Loop | Fusion::ReductionRoot => {
-                let k = p.kernel(inst).map_err(|e| Unplannable::Construct { func: f.name.clone(), value: f.values[v].name.clone(), msg: e.0 })?;
+                let k = p.kernel(inst).map_err(located)?;
                 p.steps.push(Step::Kernel(k));
             }
             Fusion::Unplanned => unreachable!("rejected above"),
@@ -161,6 +186,9 @@ struct Planner<'a> {
     steps: Vec<Step>,
     buffer_of: HashMap<Value, usize>,
     materialize: HashMap<Value, bool>,
+    /// The mesh axes of the `axis_indices` buffer, and that buffer.
+    axes: Vec<String>,
+    axis_buffer: Option<usize>,
 }
 
 /// Builds one kernel body.
@@ -168,6 +196,8 @@ struct Body<'a> {
     f: &'a Function,
     buffer_of: &'a HashMap<Value, usize>,
     materialize: &'a HashMap<Value, bool>,
+    axes: &'a [String],
+    axis_buffer: Option<usize>,
     nodes: Vec<Node>,
     types: Vec<DType>,
     inputs: Vec<BufferArg>,
@@ -180,22 +210,30 @@ struct Body<'a> {
     input_of: HashMap<usize, usize>,
 }
 
+/// What a body builder returns: the node stored (or combined, with the reduction).
+type Built = (NodeId, Option<Reduction>);
+
 impl<'a> Planner<'a> {
     fn new_buffer(&mut self, v: Value, kind: BufferKind) -> usize {
         let d = &self.f.values[v];
-        self.buffers.push(Buffer { name: d.name.clone(), ty: d.ty.clone(), kind });
-        let id = self.buffers.len() - 1;
+        let id = self.temp_buffer(&d.name.clone(), d.ty.clone(), kind);
         self.buffer_of.insert(v, id);
         id
     }
 
-    fn kernel(&mut self, inst: &InstData) -> Result<Kernel, PlanError> {
-        let v = inst.results[0];
-        let out_ty = self.f.values[v].ty.clone();
-        let mut b = Body {
+    /// A buffer that holds no PIR value (a temporary between the kernels of one op).
+    fn temp_buffer(&mut self, name: &str, ty: TensorType, kind: BufferKind) -> usize {
+        self.buffers.push(Buffer { name: name.to_string(), ty, kind });
+        self.buffers.len() - 1
+    }
+
+    fn body(&self) -> Body<'_> {
+        Body {
             f: self.f,
             buffer_of: &self.buffer_of,
             materialize: &self.materialize,
+            axes: &self.axes,
+            axis_buffer: self.axis_buffer,
             nodes: vec![],
             types: vec![],
             inputs: vec![],
@@ -204,28 +242,53 @@ impl<'a> Planner<'a> {
             fuses: vec![],
             fused: HashSet::new(),
             input_of: HashMap::new(),
-        };
-        let rank = out_ty.rank();
-        let coords: Vec<NodeId> = (0..rank).map(|k| b.push(Node::Coord(k), DType::I64)).collect();
-        let (result, reduce) = match inst.op {
-            Opcode::Reduce => b.reduce(inst, &coords)?,
-            Opcode::ReduceWindow => b.reduce_window(inst, &coords)?,
-            _ => (b.value_inst(inst, &coords)?, None),
-        };
-        b.fuses.push(format!("%{}", self.f.values[v].name));
-        let (nodes, types, inputs, fuses) = (b.nodes, b.types, b.inputs, b.fuses);
-        let output = self.new_buffer(v, BufferKind::Temp);
+        }
+    }
+
+    /// A kernel over `shape` writing `output`: `build` gets the body and the
+    /// output coordinates and returns the stored node (and the reduction).
+    fn build(
+        &self,
+        name: String,
+        shape: &[u64],
+        output: BufferArg,
+        value: Value,
+        build: impl FnOnce(&mut Body, &[NodeId]) -> Result<Built, PlanError>,
+    ) -> Result<Kernel, PlanError> {
+        let mut b = self.body();
+        let coords: Vec<NodeId> = (0..shape.len()).map(|k| b.push(Node::Coord(k), DType::I64)).collect();
+        let (result, reduce) = build(&mut b, &coords)?;
+        b.fuses.push(format!("%{}", self.f.values[value].name));
         Ok(Kernel {
-            name: format!("k{}_{}", self.steps.len(), sanitize(&self.f.values[v].name)),
-            shape: out_ty.shape.clone(),
+            name,
+            shape: shape.to_vec(),
             reduce,
-            inputs,
-            outputs: vec![BufferArg { buffer: output, dtype: out_ty.dtype }],
-            nodes,
-            types,
+            inputs: b.inputs,
+            outputs: vec![output],
+            nodes: b.nodes,
+            types: b.types,
             results: vec![result],
-            fuses,
+            fuses: b.fuses,
         })
+    }
+
+    fn kernel_name(&self, v: Value, suffix: &str) -> String {
+        format!("k{}_{}{suffix}", self.steps.len(), sanitize(&self.f.values[v].name))
+    }
+
+    fn kernel(&mut self, inst: &InstData) -> Result<Kernel, PlanError> {
+        let v = inst.results[0];
+        let out_ty = self.f.values[v].ty.clone();
+        // The output buffer comes after the body's inputs (its id is known
+        // before building: the next one).
+        let output = BufferArg { buffer: self.buffers.len(), dtype: out_ty.dtype };
+        let k = self.build(self.kernel_name(v, ""), &out_ty.shape, output, v, |b, coords| match inst.op {
+            Opcode::Reduce => b.reduce(inst, coords),
+            Opcode::ReduceWindow => b.reduce_window(inst, coords),
+            _ => Ok((b.value_inst(inst, coords)?, None)),
+        })?;
+        self.new_buffer(v, BufferKind::Temp);
+        Ok(k)
     }
 }
 
@@ -333,6 +396,19 @@ impl<'a> Body<'a> {
         Ok(self.push(Node::Convert { x, to: DType::I64 }, DType::I64))
     }
 
+    /// Element `index` of plan buffer `buffer` (of element type `dtype`).
+    fn load_buffer(&mut self, buffer: usize, dtype: DType, index: NodeId) -> NodeId {
+        let input = match self.input_of.get(&buffer) {
+            Some(&i) => i,
+            None => {
+                self.inputs.push(BufferArg { buffer, dtype });
+                self.input_of.insert(buffer, self.inputs.len() - 1);
+                self.inputs.len() - 1
+            }
+        };
+        self.push(Node::Load { input, index }, compute_type(dtype))
+    }
+
     /// The node computing value `v` at `coords`.
     fn value(&mut self, v: Value, coords: &[NodeId]) -> Result<NodeId, PlanError> {
         let key = (v, coords.to_vec());
@@ -341,17 +417,9 @@ impl<'a> Body<'a> {
         }
         let n = if self.materialize.get(&v).copied().unwrap_or(true) {
             let buffer = self.buffer_of[&v];
-            let input = match self.input_of.get(&buffer) {
-                Some(&i) => i,
-                None => {
-                    self.inputs.push(BufferArg { buffer, dtype: self.ty(v).dtype });
-                    self.input_of.insert(buffer, self.inputs.len() - 1);
-                    self.inputs.len() - 1
-                }
-            };
             let shape = self.ty(v).shape.clone();
             let index = self.linear(coords, &shape);
-            self.push(Node::Load { input, index }, compute_type(self.ty(v).dtype))
+            self.load_buffer(buffer, self.ty(v).dtype, index)
         } else {
             let ValueDef::Result(i, _) = self.f.values[v].def else { unreachable!("parameters are materialized") };
             let inst = &self.f.insts[i];
@@ -586,6 +654,14 @@ impl<'a> Body<'a> {
                 c.push(idx);
                 c.extend_from_slice(&coords[axis + ir..]);
                 self.value(opnd(0), &c)?
+            }
+            Opcode::AxisIndex => {
+                let axis = self.attrs(inst).ident("axis")?;
+                let (Some(buffer), Some(pos)) = (self.axis_buffer, self.axes.iter().position(|a| *a == axis)) else {
+                    return Err(PlanError(format!("internal error: no axis index buffer for axis '{axis}'")));
+                };
+                let index = self.int(pos as i128);
+                self.load_buffer(buffer, DType::I32, index)
             }
             op => return Err(PlanError(format!("unsupported: '{op}' cannot be fused into a loop kernel"))),
         })

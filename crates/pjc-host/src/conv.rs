@@ -16,30 +16,12 @@
 
 use crate::gemm::{gemm_batched, DotLayout, GemmOperand};
 use pjc_ir::{Attrs, DType, InstData, Opcode, TensorType};
-use pjc_tensor::{Buf, Tensor};
+use pjc_tensor::{Buf, ConvGeometry, Tensor};
 use std::borrow::Cow;
 
 /// Patch-matrix elements of one block of output rows (512 KiB of f32: about
 /// a core's L2 cache).
 const PATCH_BLOCK: usize = 128 << 10;
-
-/// The convolution's geometry in canonical layouts.
-struct Geom {
-    n_spatial: usize,
-    feat: usize,
-    in_sp: Vec<usize>,
-    k_sp: Vec<usize>,
-    out_sp: Vec<usize>,
-    cin_k: usize,
-    cout: usize,
-    out_batch: usize,
-    fgc: usize,
-    bgc: usize,
-    strides: Vec<usize>,
-    padding: Vec<(i64, i64)>,
-    lhs_dil: Vec<usize>,
-    rhs_dil: Vec<usize>,
-}
 
 fn per_dim<T: Copy>(v: Vec<T>, n: usize, default: T) -> Option<Vec<T>> {
     match v.len() {
@@ -72,26 +54,10 @@ pub fn try_conv(inst: &InstData, ins: &[Tensor], out: &TensorType, threads: usiz
     let fgc = a.index("feature_group_count").ok()?;
     let bgc = a.index("batch_group_count").ok()?;
     // The reference's checks (group counts, sizes, a non-empty output).
-    let out_shape = pjc_tensor::conv_output_shape(&x.shape, &k.shape, &dims, &strides, &padding, &lhs_dil, &rhs_dil, fgc, bgc).ok()?;
-    if out_shape.iter().zip(&out.shape).any(|(&a, &b)| a as u64 != b) || out_shape.len() != out.shape.len() {
+    let g = pjc_tensor::conv_geometry(&x.shape, &k.shape, &dims, &strides, &padding, &lhs_dil, &rhs_dil, fgc, bgc).ok()?;
+    if g.out_shape.iter().zip(&out.shape).any(|(&a, &b)| a as u64 != b) || g.out_shape.len() != out.shape.len() {
         return None;
     }
-    let g = Geom {
-        n_spatial: n,
-        feat: x.shape[dims.input_feature],
-        in_sp: dims.input_spatial.iter().map(|&p| x.shape[p]).collect(),
-        k_sp: dims.kernel_spatial.iter().map(|&p| k.shape[p]).collect(),
-        out_sp: dims.output_spatial.iter().map(|&p| out_shape[p]).collect(),
-        cin_k: k.shape[dims.kernel_input_feature],
-        cout: k.shape[dims.kernel_output_feature],
-        out_batch: out_shape[dims.output_batch],
-        fgc,
-        bgc,
-        strides,
-        padding,
-        lhs_dil,
-        rhs_dil,
-    };
     // Canonical layouts.
     let mut px = vec![dims.input_batch];
     px.extend(&dims.input_spatial);
@@ -136,15 +102,15 @@ pub fn try_conv(inst: &InstData, ins: &[Tensor], out: &TensorType, threads: usiz
 
 /// Input position read by output position `o` at kernel tap `t` along
 /// spatial dim `s`, or `None` for padding and dilation holes.
-fn tap(g: &Geom, s: usize, o: usize, t: usize) -> Option<usize> {
+fn tap(g: &ConvGeometry, s: usize, o: usize, t: usize) -> Option<usize> {
     let q = (o * g.strides[s] + t * g.rhs_dil[s]) as i64 - g.padding[s].0;
     let ld = g.lhs_dil[s] as i64;
     (q >= 0 && q % ld == 0 && ((q / ld) as usize) < g.in_sp[s]).then(|| (q / ld) as usize)
 }
 
-fn im2col_gemm<T: crate::blas::Element + Default + Send + Sync>(g: &Geom, x: &[T], w: &[T], one: T, threads: usize, blas: Option<&crate::blas::Blas>) -> Vec<T> {
+fn im2col_gemm<T: crate::blas::Element + Default + Send + Sync>(g: &ConvGeometry, x: &[T], w: &[T], one: T, threads: usize, blas: Option<&crate::blas::Blas>) -> Vec<T> {
     use rayon::prelude::*;
-    let n = g.n_spatial;
+    let n = g.in_sp.len();
     let osz: usize = g.out_sp.iter().product();
     let ksz: usize = g.k_sp.iter().product();
     let isz: usize = g.in_sp.iter().product();

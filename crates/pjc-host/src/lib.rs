@@ -10,11 +10,14 @@
 //! - [`run_steps`]: the step loop — kernels, library steps (GEMM through
 //!   [`gemm::try_dot`], else the reference kernels), collectives through
 //!   [`StepHooks`] (identity on one device, MPI in the runtime).
+//! - [`device`]: the CUDA view of a plan (which steps cuBLAS takes, which
+//!   run their device kernels), decided once for code generator and runtime.
 //! - [`PtxKernel`]: how a GPU runtime launches one generated PTX kernel (data
 //!   only: the code generator fills it in, the runtime reads it).
 
 pub mod blas;
 pub mod conv;
+pub mod device;
 pub mod gemm;
 
 use pjc_plan::{BufferKind, Plan, Step};
@@ -176,6 +179,18 @@ impl Buffers {
         Ok(bufs)
     }
 
+    /// Writes this device's mesh coordinates into the plan's axis-index
+    /// buffers (they start as zeros: a single device's coordinates).
+    pub fn set_axis_indices(&mut self, plan: &Plan, hooks: &dyn StepHooks) -> Result<(), HostError> {
+        for (i, b) in plan.buffers.iter().enumerate() {
+            if let BufferKind::AxisIndices(axes) = &b.kind {
+                let v = axes.iter().map(|a| hooks.axis_index(a).map(|c| Scalar::Int(c as i128))).collect::<Result<Vec<_>, _>>()?;
+                self.data[i].write_tensor(&Tensor::from_scalars(DType::I32, vec![axes.len()], &v));
+            }
+        }
+        Ok(())
+    }
+
     /// Writes parameter `i`.
     pub fn set_param(&mut self, plan: &Plan, i: usize, t: &Tensor) -> Result<(), HostError> {
         let b = plan.params[i];
@@ -219,15 +234,9 @@ impl StepHooks for SingleDevice {
     }
 }
 
-/// Runs a library step (an op without a generated kernel) on host tensors:
-/// `axis_index` from `hooks`, every `dot_general` and float `convolution` as
-/// GEMM, the rest with the reference kernels.
-pub fn library_step(inst: &InstData, ins: &[Tensor], out_ty: &TensorType, threads: usize, hooks: &dyn StepHooks) -> Result<Tensor, HostError> {
-    if inst.op == Opcode::AxisIndex {
-        let axis = inst.attr("axis").and_then(|a| a.as_ident()).unwrap_or("");
-        let c = hooks.axis_index(axis)?;
-        return Ok(Tensor::from_scalars(DType::I32, vec![], &[Scalar::Int(c as i128)]));
-    }
+/// Runs a library step on host tensors: every `dot_general` and float
+/// `convolution` as GEMM, the rest with the reference kernels.
+pub fn library_step(inst: &InstData, ins: &[Tensor], out_ty: &TensorType, threads: usize) -> Result<Tensor, HostError> {
     if let Some(t) = gemm::try_dot(inst, ins, out_ty, threads) {
         return Ok(t);
     }
@@ -280,9 +289,9 @@ pub fn run_steps(
                 let work = k.reduce.as_ref().map_or(1, |r| r.shape.iter().product::<u64>());
                 run_kernel_threads(f, &ptrs, k.num_elements(), work, threads);
             }
-            Step::Library { inst, inputs, output } => {
+            Step::Library { inst, inputs, output, .. } => {
                 let ins: Vec<Tensor> = inputs.iter().map(|&b| bufs.tensor(plan, b)).collect();
-                let out = library_step(inst, &ins, &plan.buffers[*output].ty, threads, hooks)?;
+                let out = library_step(inst, &ins, &plan.buffers[*output].ty, threads)?;
                 bufs.data[*output].write_tensor(&out);
             }
             Step::Collective { inst, input, output } => {

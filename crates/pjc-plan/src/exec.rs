@@ -7,7 +7,7 @@
 
 use crate::kernel::{IndexOp, Kernel, Node};
 use crate::plan::{BufferKind, Plan, Step};
-use pjc_ir::{Attrs, DType, InstData, Opcode};
+use pjc_ir::{DType, InstData};
 use pjc_tensor::{Buf, Scalar, Tensor, TensorError};
 
 type R<T> = Result<T, TensorError>;
@@ -45,6 +45,10 @@ pub fn execute(plan: &Plan, args: &[Tensor], coll: &mut dyn Collectives) -> R<Ve
             BufferKind::Param(k) => bufs[i] = Some(args[*k].clone()),
             BufferKind::Constant(lit) => bufs[i] = Some(literal_tensor(lit, &b.ty)),
             BufferKind::Temp => {}
+            BufferKind::AxisIndices(axes) => {
+                let v: Vec<Scalar> = axes.iter().map(|a| Scalar::Int(coll.axis_index(a) as i128)).collect();
+                bufs[i] = Some(Tensor::from_scalars(DType::I32, vec![axes.len()], &v));
+            }
         }
     }
     let get = |bufs: &Vec<Option<Tensor>>, b: usize| -> R<Tensor> {
@@ -57,16 +61,9 @@ pub fn execute(plan: &Plan, args: &[Tensor], coll: &mut dyn Collectives) -> R<Ve
                 let out = run_kernel(k, &ins, &plan.buffers[k.outputs[0].buffer].ty)?;
                 bufs[k.outputs[0].buffer] = Some(out);
             }
-            Step::Library { inst, inputs, output } => {
+            Step::Library { inst, inputs, output, .. } => {
                 let ins: Vec<Tensor> = inputs.iter().map(|&b| get(&bufs, b)).collect::<R<_>>()?;
-                let out_ty = &plan.buffers[*output].ty;
-                let out = if inst.op == Opcode::AxisIndex {
-                    let axis = Attrs::with_ranks(inst, &[]).ident("axis")?;
-                    Tensor::from_scalars(DType::I32, vec![], &[Scalar::Int(coll.axis_index(&axis) as i128)])
-                } else {
-                    library(inst, &ins, out_ty)?
-                };
-                bufs[*output] = Some(out);
+                bufs[*output] = Some(library(inst, &ins, &plan.buffers[*output].ty)?);
             }
             Step::Collective { inst, input, output } => {
                 let x = get(&bufs, *input)?;

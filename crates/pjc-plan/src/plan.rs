@@ -17,6 +17,10 @@ pub enum BufferKind {
     Constant(Literal),
     /// An intermediate or result value.
     Temp,
+    /// `i32[n]`: this device's index along each of the named mesh axes, in
+    /// order, written by the backend before the first step (what
+    /// `axis_index` kernels load; 0 everywhere on a single device).
+    AxisIndices(Vec<String>),
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -39,10 +43,12 @@ impl Buffer {
 pub enum Step {
     /// A generated loop kernel.
     Kernel(Kernel),
-    /// A library call for an op with no generated kernel (dot_general → GEMM,
-    /// convolution, argmax/argmin, gather, scatter_add, select_and_scatter_add,
-    /// axis_index): the instruction, with its operands and result buffers.
-    Library { inst: InstData, inputs: Vec<usize>, output: usize },
+    /// A library call (dot_general → GEMM, convolution, scatter_add): the
+    /// instruction, with its operands and result buffers. `device` is the same
+    /// computation as one generated loop kernel over the same buffers, for a
+    /// device without a library routine for the step (the CUDA backend where
+    /// cuBLAS/cuDNN do not take it; see `pjc_host::device`).
+    Library { inst: InstData, inputs: Vec<usize>, output: usize, device: Option<Kernel> },
     /// A collective (runtime call).
     Collective { inst: InstData, input: usize, output: usize },
 }
@@ -59,6 +65,31 @@ pub struct Plan {
     pub results: Vec<usize>,
 }
 
+impl Plan {
+    /// The plan with every library step that has a device kernel replaced by
+    /// that kernel, except the steps `keep` says stay library calls (those a
+    /// device library such as cuBLAS takes). Buffers, and so the buffer plan,
+    /// are unchanged: a device kernel reads and writes the step's buffers.
+    pub fn with_device_kernels(&self, keep: impl Fn(&Plan, &Step) -> bool) -> Plan {
+        let steps = self
+            .steps
+            .iter()
+            .map(|s| match s {
+                Step::Library { device: Some(k), .. } if !keep(self, s) => Step::Kernel(k.clone()),
+                s => s.clone(),
+            })
+            .collect();
+        Plan { steps, ..self.clone() }
+    }
+
+    /// Every kernel the plan launches, in step order.
+    pub fn kernels(&self) -> impl Iterator<Item = &Kernel> {
+        self.steps.iter().filter_map(|s| match s {
+            Step::Kernel(k) => Some(k),
+            _ => None,
+        })
+    }
+}
 
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -68,15 +99,17 @@ impl fmt::Display for Plan {
                 BufferKind::Param(k) => format!("param {k}"),
                 BufferKind::Constant(_) => "constant".to_string(),
                 BufferKind::Temp => "temp".to_string(),
+                BufferKind::AxisIndices(axes) => format!("axis indices [{}]", axes.join(", ")),
             };
             writeln!(f, "  b{i} = %{} : {} ({kind})", b.name, b.ty)?;
         }
         for s in &self.steps {
             match s {
                 Step::Kernel(k) => writeln!(f, "  {k}")?,
-                Step::Library { inst, inputs, output } => {
+                Step::Library { inst, inputs, output, device } => {
                     let ins = inputs.iter().map(|b| format!("b{b}")).collect::<Vec<_>>().join(", ");
-                    writeln!(f, "  library {} ({ins}) -> (b{output})", inst.op)?
+                    let dev = device.as_ref().map_or(String::new(), |k| format!("  device kernel {}", k.name));
+                    writeln!(f, "  library {} ({ins}) -> (b{output}){dev}", inst.op)?
                 }
                 Step::Collective { inst, input, output } => {
                     let attrs: Vec<String> = inst

@@ -108,7 +108,8 @@ impl<'w> CpuBackend<'w> {
         let lib = KernelLibrary::load(so)?;
         let kernels = lib.kernels(plan)?;
         let coll = MpiCollectives::new(world, mesh, groups)?;
-        let bufs = Buffers::alloc(plan).map_err(host)?;
+        let mut bufs = Buffers::alloc(plan).map_err(host)?;
+        bufs.set_axis_indices(plan, &coll).map_err(host)?;
         Ok(CpuBackend { plan: plan.clone(), kernels, bufs, coll, threads: world.kernel_threads(), trace: None, _lib: lib })
     }
 }

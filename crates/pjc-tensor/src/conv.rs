@@ -173,24 +173,31 @@ pub fn parse_conv_dims(s: &str, lhs_rank: usize) -> Result<ConvDims, String> {
     })
 }
 
-/// Everything the kernel needs, checked.
-struct Geom {
-    batch: usize,
-    feat: usize,
-    in_sp: Vec<usize>,
-    k_sp: Vec<usize>,
-    cin_k: usize,
-    cout: usize,
-    out_batch: usize,
-    out_sp: Vec<usize>,
-    fgc: usize,
-    bgc: usize,
-    strides: Vec<usize>,
-    padding: Vec<(i64, i64)>,
-    lhs_dil: Vec<usize>,
-    rhs_dil: Vec<usize>,
+/// A convolution's geometry, checked: sizes in canonical order (batch,
+/// spatial dims, feature), shared by the reference kernel, the host's
+/// im2col + GEMM and the planner's device kernel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConvGeometry {
+    /// Input batch and feature sizes.
+    pub batch: usize,
+    pub feat: usize,
+    /// Input, kernel and output spatial sizes.
+    pub in_sp: Vec<usize>,
+    pub k_sp: Vec<usize>,
+    /// Kernel input features (per group) and output features.
+    pub cin_k: usize,
+    pub cout: usize,
+    /// Output batch (input batch / batch_group_count).
+    pub out_batch: usize,
+    pub out_sp: Vec<usize>,
+    pub fgc: usize,
+    pub bgc: usize,
+    pub strides: Vec<usize>,
+    pub padding: Vec<(i64, i64)>,
+    pub lhs_dil: Vec<usize>,
+    pub rhs_dil: Vec<usize>,
     /// Result shape in the output label order.
-    out_shape: Vec<usize>,
+    pub out_shape: Vec<usize>,
 }
 
 /// An attribute list with one entry per spatial dim, or empty for the default.
@@ -204,8 +211,10 @@ fn per_dim<T: Copy>(name: &str, v: &[T], n: usize, default: T) -> Result<Vec<T>,
     }
 }
 
+/// The geometry of a convolution, or a message for every inconsistency (see
+/// [`conv_output_shape`]).
 #[allow(clippy::too_many_arguments)]
-fn geometry(
+pub fn conv_geometry(
     x_shape: &[usize],
     k_shape: &[usize],
     dims: &ConvDims,
@@ -215,7 +224,7 @@ fn geometry(
     rhs_dilation: &[usize],
     fgc: usize,
     bgc: usize,
-) -> Result<Geom, String> {
+) -> Result<ConvGeometry, String> {
     let n = dims.spatial_rank();
     let all_pos = |batch: usize, feat: usize, sp: &[usize]| {
         let mut v: Vec<usize> = sp.to_vec();
@@ -306,7 +315,7 @@ fn geometry(
     for k in 0..n {
         out_shape[dims.output_spatial[k]] = out_sp[k];
     }
-    Ok(Geom {
+    Ok(ConvGeometry {
         batch,
         feat,
         in_sp,
@@ -341,7 +350,7 @@ pub fn conv_output_shape(
     fgc: usize,
     bgc: usize,
 ) -> Result<Vec<usize>, String> {
-    geometry(x_shape, k_shape, dims, window_strides, padding, lhs_dilation, rhs_dilation, fgc, bgc).map(|g| g.out_shape)
+    conv_geometry(x_shape, k_shape, dims, window_strides, padding, lhs_dilation, rhs_dilation, fgc, bgc).map(|g| g.out_shape)
 }
 
 const HOLE: usize = usize::MAX;
@@ -350,7 +359,7 @@ const HOLE: usize = usize::MAX;
 /// at kernel tap k, or HOLE for padding and lhs-dilation holes (zeros that
 /// still multiply the kernel, so non-finite kernel values give NaN as in
 /// StableHLO).
-fn tap_tables(g: &Geom) -> Vec<Vec<usize>> {
+fn tap_tables(g: &ConvGeometry) -> Vec<Vec<usize>> {
     (0..g.in_sp.len())
         .map(|d| {
             let (os, ks) = (g.out_sp[d], g.k_sp[d]);
@@ -370,7 +379,7 @@ fn tap_tables(g: &Geom) -> Vec<Vec<usize>> {
 }
 
 /// out[ob, opos, o] over canonical x [N, S.., C] and w [K.., I, O].
-fn conv_core<T: Mac>(x: &[T], w: &[T], g: &Geom, tabs: &[Vec<usize>]) -> Vec<T> {
+fn conv_core<T: Mac>(x: &[T], w: &[T], g: &ConvGeometry, tabs: &[Vec<usize>]) -> Vec<T> {
     let n = g.in_sp.len();
     let isz: usize = g.in_sp.iter().product();
     let osz: usize = g.out_sp.iter().product();
@@ -459,7 +468,7 @@ pub fn convolution(
         return invalid(format!("convolution: operand dtypes differ ({} and {})", x.dtype(), k.dtype()));
     }
     check_result_class("convolution", x.dtype(), out)?;
-    let g = geometry(
+    let g = conv_geometry(
         &x.shape,
         &k.shape,
         dims,

@@ -16,7 +16,7 @@ mod dot;
 mod reduce;
 mod window;
 pub use collective::combine;
-pub use conv::{conv_output_shape, convolution, parse_conv_dims, ConvDims};
+pub use conv::{conv_geometry, conv_output_shape, convolution, parse_conv_dims, ConvDims, ConvGeometry};
 pub use dot::dot_general;
 pub use reduce::{argmax, argmin, reduce};
 pub use window::{reduce_window, select_and_scatter_add, window_output_shape};

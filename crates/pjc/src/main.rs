@@ -58,6 +58,10 @@ enum Cmd {
         /// GPU architecture of the PTX (--emit ptx and executables).
         #[arg(long, default_value = "sm_90", value_name = "ARCH")]
         gpu_arch: String,
+        /// With --emit plan: the plan as this backend runs it, with where each
+        /// step runs (cuda: generated kernels, cuBLAS, NCCL).
+        #[arg(long, value_enum, default_value = "cpu", value_name = "BACKEND")]
+        device: Device,
     },
     /// For every value: global shape, sharding, per-device shape, and why.
     Explain {
@@ -89,6 +93,16 @@ enum Cmd {
     },
 }
 
+/// The backend `pjc compile --emit plan --device` shows the plan for.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, clap::ValueEnum)]
+enum Device {
+    /// Kernels in kernels.so, products and convolutions in the host GEMM.
+    Cpu,
+    /// The CUDA backend's view: library steps cuBLAS does not take run their
+    /// device kernels.
+    Cuda,
+}
+
 /// What `pjc compile --emit` prints.
 #[derive(Copy, Clone, PartialEq, Eq, clap::ValueEnum)]
 enum Emit {
@@ -108,6 +122,28 @@ enum Emit {
     LlvmUnopt,
     /// The NVPTX assembly of the plan's kernels (--gpu-arch, default sm_90).
     Ptx,
+}
+
+/// `--emit plan --device cuda`: the plan the CUDA backend runs, then where
+/// each of the planner's steps runs, then how many run on the host (none).
+fn cuda_plan_text(plan: &pjc_plan::Plan) -> Result<String, pjc_host::device::NoDeviceForm> {
+    use std::fmt::Write;
+    let cuda = pjc_host::device::cuda_plan(plan)?;
+    let routes = pjc_host::device::cuda_routes(plan)?;
+    let mut out = format!("{cuda}");
+    for (s, r) in plan.steps.iter().zip(&routes) {
+        let what = match s {
+            pjc_plan::Step::Kernel(k) => k.name.clone(),
+            pjc_plan::Step::Library { inst, output, device, .. } => match (r, device) {
+                (pjc_host::device::Route::DeviceKernel { .. }, Some(k)) => k.name.clone(),
+                _ => format!("{} -> b{output}", inst.op),
+            },
+            pjc_plan::Step::Collective { inst, output, .. } => format!("{} -> b{output}", inst.op),
+        };
+        let _ = writeln!(out, "  on cuda: {what}: {r}");
+    }
+    let _ = writeln!(out, "  host steps on cuda: 0");
+    Ok(out)
 }
 
 /// The collectives section of `pjc explain`.
@@ -147,7 +183,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             print!("{}", pjc_front::print_module(&c.module));
             Ok(())
         }
-        Cmd::Compile { file, output, mesh, entry, emit, gpu_arch } => {
+        Cmd::Compile { file, output, mesh, entry, emit, gpu_arch, device } => {
+            if device != Device::Cpu && emit != Some(Emit::Plan) {
+                return Err(Failure::Env("--device only applies to --emit plan (an executable carries both backends and picks one at run time)".into()));
+            }
             // Before any work, and before LLVM sees it (it aborts on some).
             pjc_codegen::ptx::check_arch(&gpu_arch).map_err(|e| Failure::Env(e.to_string()))?;
             let stage = match emit {
@@ -168,6 +207,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 (Some(Emit::Llvm), _) => print!("{}", pjc_codegen::emit_llvm(plan()).map_err(|e| Failure::Env(e.to_string()))?),
                 (Some(Emit::LlvmUnopt), _) => print!("{}", pjc_codegen::cpu::emit_llvm_unoptimized(plan()).map_err(|e| Failure::Env(e.to_string()))?),
                 (Some(Emit::Ptx), _) => print!("{}", pjc_codegen::emit_ptx(plan(), &gpu_arch).map_err(|e| Failure::Env(e.to_string()))?),
+                (Some(Emit::Plan), _) if device == Device::Cuda => print!("{}", cuda_plan_text(plan()).map_err(|e| Failure::Env(e.to_string()))?),
                 (Some(Emit::Plan), _) => {
                     let mem = c.memory();
                     print!("{}", plan());

@@ -1,9 +1,11 @@
 //! The CUDA backend against the reference kernels, on one GPU: elementwise
 //! and reduction kernels, cuBLAS products (plain, transposed, batched), a
-//! host-fallback product (i32), `axis_index`, every collective over a group
-//! of one (through size-1 NCCL communicators when NCCL loads), and loop-mode
-//! `carry`. Without a GPU (CI) it checks that construction fails with a
-//! clear error and prints why the GPU part was skipped.
+//! product cuBLAS does not take (i32: its device kernel), `axis_index` (an
+//! axis-index buffer), every collective over a group of one (through size-1
+//! NCCL communicators when NCCL loads), and loop-mode `carry`. Without a GPU
+//! (CI) it checks that construction fails with a clear error and prints why
+//! the GPU part was skipped. Also, on any machine: no example, benchmark or
+//! test program has a step the CUDA backend would run on the host.
 
 use pjc_plan::Step;
 use pjc_ir::Opcode;
@@ -77,7 +79,12 @@ fn cuda_backend_matches_the_reference() {
             Step::Collective { inst, .. } => collectives.push(inst.op),
         }
     }
-    assert!(kernels >= 2 && dots == 4 && library == 1, "{kernels} kernels, {dots} products, {library} other library steps");
+    assert!(kernels >= 2 && dots == 4 && library == 0, "{kernels} kernels, {dots} products, {library} other library steps");
+    // On CUDA, cuBLAS takes the three f32 products; the i32 one is a kernel.
+    let cuda = pjc_host::device::cuda_plan(plan).unwrap();
+    let left = cuda.steps.iter().filter(|s| matches!(s, Step::Library { .. })).count();
+    assert_eq!(left, 3, "{cuda}");
+    assert!(plan.buffers.iter().any(|b| matches!(b.kind, pjc_plan::BufferKind::AxisIndices(_))), "{plan}");
     for op in [Opcode::AllReduce, Opcode::AllGather, Opcode::ReduceScatter, Opcode::AllToAll, Opcode::CollectivePermute] {
         assert!(collectives.contains(&op), "no {op} in {collectives:?}");
     }
@@ -89,7 +96,7 @@ fn cuda_backend_matches_the_reference() {
     let ptx = pjc_codegen::compile_ptx(plan, "sm_90");
     match &ptx {
         Ok(ptx) => {
-            let names: Vec<&str> = plan.steps.iter().filter_map(|s| if let Step::Kernel(k) = s { Some(k.name.as_str()) } else { None }).collect();
+            let names: Vec<&str> = cuda.kernels().map(|k| k.name.as_str()).collect();
             assert_eq!(ptx.kernels.iter().map(|k| k.name.as_str()).collect::<Vec<_>>(), names);
             assert!(ptx.kernels.iter().any(|k| k.required_block.is_some()), "a reduction kernel");
         }
@@ -126,4 +133,49 @@ fn cuda_backend_matches_the_reference() {
     for (k, w) in want.iter().enumerate() {
         assert_close(w, &be.result(k).unwrap(), TOL, &format!("second run, result {k}"));
     }
+}
+
+fn pir_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            pir_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "pir") {
+            out.push(p);
+        }
+    }
+}
+
+/// Issue 15's rule: no op of the spec runs on the host on the CUDA path.
+/// Every program of the repository that plans (`--emit plan`) also plans for
+/// CUDA (`--emit plan --device cuda` fails on a library step with neither a
+/// cuBLAS mapping nor a device kernel), and its listing says where each step
+/// runs.
+#[test]
+fn no_program_has_a_host_step_on_the_cuda_path() {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files = vec![];
+    for d in ["examples", "benches", "tests/numeric/cases", "tests/text", "tests/partition", "tests/spec", "fuzz/seeds/compile_plan"] {
+        pir_files(&root.join(d), &mut files);
+    }
+    files.sort();
+    let pjc = env!("CARGO_BIN_EXE_pjc");
+    let (mut checked, mut library) = (0, 0);
+    let mut failures = vec![];
+    for f in &files {
+        let cpu = std::process::Command::new(pjc).arg("compile").arg(f).args(["--emit", "plan"]).output().unwrap();
+        if !cpu.status.success() {
+            continue; // not a valid program (error tests), or not plannable
+        }
+        checked += 1;
+        library += String::from_utf8_lossy(&cpu.stdout).matches("  library ").count();
+        let cuda = std::process::Command::new(pjc).arg("compile").arg(f).args(["--emit", "plan", "--device", "cuda"]).output().unwrap();
+        let out = String::from_utf8_lossy(&cuda.stdout);
+        if !cuda.status.success() || !out.contains("host steps on cuda: 0") {
+            failures.push(format!("{}: {}{}", f.display(), out, String::from_utf8_lossy(&cuda.stderr)));
+        }
+    }
+    assert!(checked >= 150 && library >= 30, "only {checked} programs ({library} library steps) planned");
+    assert!(failures.is_empty(), "{} programs with host steps on CUDA:\n{}", failures.len(), failures.join("\n"));
 }

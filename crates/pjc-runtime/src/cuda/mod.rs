@@ -15,16 +15,15 @@
 //! - **Buffers**: one `cuMemAlloc` per plan buffer (256-byte aligned, so the
 //!   kernels' 16-byte alignment holds; zero-size buffers get one byte);
 //!   constants are uploaded once, parameters by [`Backend::set_param`].
-//! - **dot_general**: cuBLAS `{S,D}gemmStridedBatched` when
-//!   `pjc_host::gemm::matmul_view` calls it a plain (batched) product of f32
-//!   or f64 ([`geometry::gemm_args`]: the row-major product as its transpose).
-//!   cuBLAS runs in its default math mode (no TF32), so f32 stays f32.
-//! - **Other library steps** (convolution, gather, scatter_add, argmax, ...,
-//!   dot_general of other dtypes or layouts, `axis_index`): a *host
-//!   fallback*. The stream is synchronized, the step's inputs are copied to
-//!   the host, `pjc_host::library_step` runs them, and the output is copied
-//!   back. This costs a device synchronization and two PCIe transfers per
-//!   step: correct, not fast.
+//! - **The plan** it runs is `pjc_host::device::cuda_plan` of the artefact's:
+//!   a `dot_general` cuBLAS takes stays a library step and runs as
+//!   `{S,D}gemmStridedBatched` (`pjc_host::device::cublas_step`: the
+//!   row-major product as its transpose; cuBLAS's default math mode, no TF32,
+//!   so f32 stays f32); every other library step (products of other dtypes
+//!   or layouts, convolutions, `scatter_add`) is its device kernel, generated
+//!   like every other kernel. Nothing runs on the host.
+//! - **Axis indices** (`axis_index`): the plan's axis-index buffers are
+//!   uploaded once with this device's mesh coordinates.
 //! - **Collectives**: NCCL on the same stream (`cuda/collective.rs`).
 //!
 //! [`libs`] decides where cuBLAS and NCCL come from.
@@ -39,15 +38,14 @@ use crate::RuntimeError;
 use cudarc::cublas::{self, CudaBlas};
 use cudarc::driver::{result, sys, CudaContext, CudaStream};
 use pjc_plan::{BufferKind, Plan, Step};
-use pjc_host::{HostError, StepHooks};
 use pjc_plan::{GroupTable, PtxModule};
-use pjc_ir::{DType, InstData, Mesh, Opcode, TensorType};
+use pjc_host::device::{Cublas, GemmArgs, Operand};
+use pjc_ir::{DType, Mesh};
 use pjc_tensor::Tensor;
 use std::ffi::{c_int, c_void, CStr, CString};
 use std::sync::Arc;
 
 use collective::{CollOp, Group};
-use geometry::GemmArgs;
 use libs::Nccl;
 
 /// Runs `f`, turning a panic inside cudarc (a missing library or symbol) into
@@ -177,32 +175,12 @@ enum Exec {
     Zero {
         out: usize,
     },
-    Host {
-        inst: InstData,
-        inputs: Vec<usize>,
-        output: usize,
-    },
     Collective {
         group: usize,
         input: usize,
         output: usize,
         op: CollOp,
     },
-}
-
-/// This device's mesh coordinates, for `axis_index` in host fallbacks.
-struct Coords {
-    mesh: Mesh,
-    coords: Vec<u64>,
-}
-
-impl StepHooks for Coords {
-    fn collective(&mut self, inst: &InstData, _: &[u8], _: &TensorType, _: &TensorType) -> Result<Vec<u8>, HostError> {
-        Err(HostError::Runtime(format!("internal error: collective '{}' reached the host fallback", inst.op)))
-    }
-    fn axis_index(&self, axis: &str) -> Result<i64, HostError> {
-        self.mesh.axis(axis).map(|i| self.coords[i] as i64).ok_or_else(|| HostError::Runtime(format!("axis_index of unknown axis '{axis}'")))
-    }
 }
 
 /// One device's executor of one plan on a GPU (see the module docs).
@@ -219,8 +197,9 @@ pub struct CudaBackend {
     nccl: Option<&'static Nccl>,
     blas: Option<CudaBlas>,
     module: Option<sys::CUmodule>,
-    hooks: Coords,
-    threads: usize,
+    /// This device's mesh and coordinates (for the axis-index buffers).
+    mesh: Mesh,
+    coords: Vec<u64>,
     /// `--trace`: each step synchronized and timed (only while tracing).
     trace: Option<Vec<crate::trace::Event>>,
     stream: Arc<CudaStream>,
@@ -260,8 +239,9 @@ impl CudaBackend {
             Ok((ctx, stream))
         })
         .map_err(RuntimeError::Env)?;
+        let plan = pjc_host::device::cuda_plan(plan).map_err(|e| RuntimeError::Internal(e.to_string()))?;
         let mut be = CudaBackend {
-            plan: plan.clone(),
+            plan,
             ordinal,
             steps: vec![],
             bufs: vec![],
@@ -272,8 +252,8 @@ impl CudaBackend {
             nccl: None,
             blas: None,
             module: None,
-            hooks: Coords { mesh: mesh.clone(), coords: mesh.coords(world.rank() as u64) },
-            threads: world.kernel_threads(),
+            mesh: mesh.clone(),
+            coords: mesh.coords(world.rank() as u64),
             trace: None,
             stream,
             ctx,
@@ -322,9 +302,20 @@ impl CudaBackend {
             self.bufs.push(m);
         }
         for (i, b) in self.plan.buffers.iter().enumerate() {
-            if let BufferKind::Constant(lit) = &b.kind {
-                let bytes = pjc_tensor::buf_to_le_bytes(&pjc_plan::exec::literal_tensor(lit, &b.ty).data);
-                self.upload(i, &bytes)?;
+            match &b.kind {
+                BufferKind::Constant(lit) => {
+                    let bytes = pjc_tensor::buf_to_le_bytes(&pjc_plan::exec::literal_tensor(lit, &b.ty).data);
+                    self.upload(i, &bytes)?;
+                }
+                BufferKind::AxisIndices(axes) => {
+                    let mut bytes = vec![];
+                    for a in axes {
+                        let k = self.mesh.axis(a).ok_or_else(|| RuntimeError::Internal(format!("axis_index of axis '{a}', which the mesh does not have")))?;
+                        bytes.extend_from_slice(&(self.coords[k] as i32).to_le_bytes());
+                    }
+                    self.upload(i, &bytes)?;
+                }
+                _ => {}
             }
         }
         Ok(())
@@ -368,13 +359,14 @@ impl CudaBackend {
                         }
                     }
                 }
-                Step::Library { inst, inputs, output } => match self.gemm_for(inst, inputs, *output) {
-                    Some(e @ Exec::Gemm { .. }) => {
+                Step::Library { inst, inputs, output, .. } => match pjc_host::device::cublas_of(&self.plan, step) {
+                    Some(Cublas::Gemm { dtype, args }) => {
                         needs_blas = true;
-                        e
+                        Exec::Gemm { dtype, g: args, lhs: inputs[0], rhs: inputs[1], out: *output }
                     }
-                    Some(e) => e,
-                    None => Exec::Host { inst: inst.clone(), inputs: inputs.clone(), output: *output },
+                    Some(Cublas::Zero) => Exec::Zero { out: *output },
+                    Some(Cublas::Skip) => Exec::Skip,
+                    None => return Err(RuntimeError::Internal(format!("library step '{}' reached the CUDA backend without a cuBLAS mapping", inst.op))),
                 },
                 Step::Collective { inst, input, output } => {
                     if input == output {
@@ -415,38 +407,6 @@ impl CudaBackend {
         }
         self.steps = steps;
         Ok(())
-    }
-
-    /// A cuBLAS (or zero-fill, or nothing) step for a plain f32/f64 product;
-    /// None for everything else.
-    fn gemm_for(&self, inst: &InstData, inputs: &[usize], output: usize) -> Option<Exec> {
-        if inst.op != Opcode::DotGeneral || inputs.len() != 2 {
-            return None;
-        }
-        let ty = |b: usize| &self.plan.buffers[b].ty;
-        let (a, b, o) = (ty(inputs[0]), ty(inputs[1]), ty(output));
-        let d = a.dtype;
-        if !matches!(d, DType::F32 | DType::F64) || b.dtype != d || o.dtype != d {
-            return None;
-        }
-        let refs = [a, b];
-        let us = |n: &str| -> Vec<usize> {
-            pjc_ir::attrs::resolved_attr(inst, n, &refs).and_then(|a| a.as_ints()).unwrap_or_default().iter().map(|&x| x as usize).collect()
-        };
-        let shape = |t: &TensorType| -> Vec<usize> { t.shape.iter().map(|&x| x as usize).collect() };
-        let (batch, m, k, n, sa, sb) =
-            pjc_host::gemm::matmul_view(&shape(a), &shape(b), &us("lhs_batch"), &us("rhs_batch"), &us("lhs_contract"), &us("rhs_contract"))?;
-        if o.num_elements() as usize != batch * m * n {
-            return None;
-        }
-        if batch * m * n == 0 {
-            return Some(Exec::Skip);
-        }
-        if k == 0 {
-            return Some(Exec::Zero { out: output });
-        }
-        let g = geometry::gemm_args(batch, m, k, n, sa, sb)?;
-        Some(Exec::Gemm { dtype: d, g, lhs: inputs[0], rhs: inputs[1], out: output })
     }
 
     /// Builds the NCCL communicators (collective over the world).
@@ -518,12 +478,6 @@ impl CudaBackend {
                 unsafe { result::memset_d8_async(self.bufs[*out].ptr, 0, self.bufs[*out].bytes, stream) }.map_err(cuda("clearing a buffer"))
             }
             Exec::Gemm { dtype, g, lhs, rhs, out } => self.gemm(*dtype, g, *lhs, *rhs, *out),
-            Exec::Host { inst, inputs, output } => {
-                let ins = inputs.iter().map(|&b| self.download(b)).collect::<Result<Vec<_>, _>>()?;
-                let out = pjc_host::library_step(inst, &ins, &self.plan.buffers[*output].ty, self.threads, &self.hooks)
-                    .map_err(|e| RuntimeError::Internal(e.to_string()))?;
-                self.upload(*output, &pjc_tensor::buf_to_le_bytes(&out.data))
-            }
             Exec::Collective { group, input, output, op } => {
                 let scratch = |s: usize| self.scratch[s].as_ref().map_or(0, |m| m.ptr);
                 let p = collective::Ptrs { input: self.bufs[*input].ptr, output: self.bufs[*output].ptr, scratch: [scratch(0), scratch(1)] };
@@ -539,7 +493,7 @@ impl CudaBackend {
     fn gemm(&self, dtype: DType, g: &GemmArgs, lhs: usize, rhs: usize, out: usize) -> Result<(), RuntimeError> {
         use cublas::sys::cublasOperation_t as Op;
         let blas = self.blas.as_ref().ok_or_else(|| RuntimeError::Internal("a GEMM step without cuBLAS".into()))?;
-        let op = |o: geometry::Operand| if o.trans { Op::CUBLAS_OP_T } else { Op::CUBLAS_OP_N };
+        let op = |o: Operand| if o.trans { Op::CUBLAS_OP_T } else { Op::CUBLAS_OP_N };
         let (a, b, c) = (self.bufs[rhs].ptr, self.bufs[lhs].ptr, self.bufs[out].ptr);
         let i = |x: usize| x as c_int;
         let l = |x: usize| x as i64;
@@ -634,8 +588,7 @@ impl Backend for CudaBackend {
                 self.stream.synchronize().map_err(cuda("synchronizing the stream"))?;
                 let (name, cat, args) = match &self.plan.steps[si] {
                     Step::Kernel(k) => (k.name.clone(), "kernel", serde_json::json!({})),
-                    Step::Library { inst, .. } if matches!(self.steps[si], Exec::Gemm { .. }) => (inst.op.to_string(), "gemm", serde_json::json!({})),
-                    Step::Library { inst, .. } => (inst.op.to_string(), "library", serde_json::json!({"on": "host"})),
+                    Step::Library { inst, .. } => (inst.op.to_string(), "gemm", serde_json::json!({})),
                     Step::Collective { inst, input, .. } => (inst.op.to_string(), "collective", serde_json::json!({"bytes": self.plan.buffers[*input].bytes()})),
                 };
                 self.traced(name, cat, start, args);

@@ -1,0 +1,284 @@
+//! The CUDA view of a plan: which steps the CUDA backend hands to cuBLAS and
+//! which run as generated kernels, decided here once, from the plan alone,
+//! for the PTX generator (`pjc_codegen::ptx`), the backend that launches it
+//! (`pjc-runtime`'s `cuda` module) and `pjc compile --emit plan --device cuda`.
+//!
+//! - A `dot_general` of f32 or f64 operands and result that is one strided
+//!   batched product in place ([`crate::gemm::matmul_view`]) whose strides
+//!   cuBLAS accepts ([`gemm_args`]) is a cuBLAS `{S,D}gemmStridedBatched`
+//!   call (or nothing / a zero fill for empty products).
+//! - Every other library step (products of other dtypes or layouts,
+//!   convolutions, `scatter_add`) runs its device kernel: the same
+//!   computation written as one generated loop kernel by the planner, so the
+//!   CPU tests that run those kernels on the x86 JIT cover its logic.
+//!
+//! Nothing runs on the host: a library step without a device kernel is a
+//! planner bug, reported by [`cuda_plan`].
+
+use pjc_ir::{DType, InstData, Opcode, TensorType};
+use pjc_plan::{Plan, Step};
+use std::fmt;
+
+/// A cuBLAS operand: transposed or not, and its leading dimension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Operand {
+    pub trans: bool,
+    pub ld: usize,
+}
+
+/// How to pass the `rows x cols` matrix X with X(r, c) at `r * rs + c * cs`
+/// as `op(X)` of column-major cuBLAS, if its strides allow it.
+fn operand(rows: usize, cols: usize, rs: isize, cs: isize) -> Option<Operand> {
+    let (rows1, cols1) = (rows.max(1), cols.max(1));
+    // Not transposed: column-major with ld = cs needs unit row stride.
+    if rs == 1 || rows <= 1 {
+        let ld = if cols <= 1 { rows1 } else { usize::try_from(cs).ok()? };
+        if ld >= rows1 {
+            return Some(Operand { trans: false, ld });
+        }
+    }
+    // Transposed: X^T (cols x rows) column-major with ld = rs.
+    if cs == 1 || cols <= 1 {
+        let ld = if rows <= 1 { cols1 } else { usize::try_from(rs).ok()? };
+        if ld >= cols1 {
+            return Some(Operand { trans: true, ld });
+        }
+    }
+    None
+}
+
+/// One `cublas<S|D>gemmStridedBatched` call computing the row-major product
+/// C[batch, m, n] = A[batch, m, k] B[batch, k, n] as its transpose,
+/// C^T = B^T A^T, in column-major terms: cuBLAS's (m, n, k) are ours
+/// (n, m, k), its A is our B and its B is our A.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmArgs {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    /// Our right operand (B).
+    pub a: Operand,
+    pub stride_a: usize,
+    /// Our left operand (A).
+    pub b: Operand,
+    pub stride_b: usize,
+    pub ldc: usize,
+    pub stride_c: usize,
+    pub batch: usize,
+}
+
+/// Maps `pjc_host::gemm::matmul_view`'s answer `(batch, m, k, n, lhs strides,
+/// rhs strides)` (element strides: batch, row, column) onto cuBLAS, or `None`
+/// when a stride pattern or a size does not fit (the step then runs
+/// its device kernel).
+pub fn gemm_args(batch: usize, m: usize, k: usize, n: usize, sa: [isize; 3], sb: [isize; 3]) -> Option<GemmArgs> {
+    // op(cuBLAS A) = B^T: n x k, element (j, l) = B(l, j) at l*sb[1] + j*sb[2].
+    let a = operand(n, k, sb[2], sb[1])?;
+    // op(cuBLAS B) = A^T: k x m, element (l, i) = A(i, l) at i*sa[1] + l*sa[2].
+    let b = operand(k, m, sa[2], sa[1])?;
+    let g = GemmArgs {
+        m: n,
+        n: m,
+        k,
+        a,
+        stride_a: usize::try_from(sb[0]).ok()?,
+        b,
+        stride_b: usize::try_from(sa[0]).ok()?,
+        ldc: n.max(1),
+        stride_c: m * n,
+        batch,
+    };
+    let fits = |x: usize| x <= i32::MAX as usize;
+    let all = [g.m, g.n, g.k, g.a.ld, g.b.ld, g.ldc, g.batch];
+    (all.iter().all(|&x| fits(x)) && [g.stride_a, g.stride_b, g.stride_c].iter().all(|&s| s <= i64::MAX as usize)).then_some(g)
+}
+
+/// What cuBLAS makes of a product step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cublas {
+    /// Nothing to compute (an empty result).
+    Skip,
+    /// An empty contraction: the result is zeros.
+    Zero,
+    /// One strided batched GEMM of `dtype` (f32 or f64).
+    Gemm { dtype: DType, args: GemmArgs },
+}
+
+/// The cuBLAS call for library step `inst` (operand types `a`, `b`, result
+/// `out`), if cuBLAS takes it: f32 or f64 throughout (cuBLAS's default math
+/// mode, so f32 stays f32), one strided batched product in place.
+pub fn cublas_step(inst: &InstData, a: &TensorType, b: &TensorType, out: &TensorType) -> Option<Cublas> {
+    if inst.op != Opcode::DotGeneral {
+        return None;
+    }
+    let d = a.dtype;
+    if !matches!(d, DType::F32 | DType::F64) || b.dtype != d || out.dtype != d {
+        return None;
+    }
+    let refs = [a, b];
+    let us = |n: &str| -> Vec<usize> {
+        pjc_ir::attrs::resolved_attr(inst, n, &refs).and_then(|a| a.as_ints()).unwrap_or_default().iter().map(|&x| x as usize).collect()
+    };
+    let shape = |t: &TensorType| -> Vec<usize> { t.shape.iter().map(|&x| x as usize).collect() };
+    let (batch, m, k, n, sa, sb) =
+        crate::gemm::matmul_view(&shape(a), &shape(b), &us("lhs_batch"), &us("rhs_batch"), &us("lhs_contract"), &us("rhs_contract"))?;
+    if out.num_elements() as usize != batch * m * n {
+        return None;
+    }
+    if batch * m * n == 0 {
+        return Some(Cublas::Skip);
+    }
+    if k == 0 {
+        return Some(Cublas::Zero);
+    }
+    gemm_args(batch, m, k, n, sa, sb).map(|args| Cublas::Gemm { dtype: d, args })
+}
+
+/// The cuBLAS call of a plan step, if it is a library step cuBLAS takes.
+pub fn cublas_of(plan: &Plan, step: &Step) -> Option<Cublas> {
+    match step {
+        Step::Library { inst, inputs, output, .. } if inputs.len() == 2 => {
+            let ty = |b: usize| &plan.buffers[b].ty;
+            cublas_step(inst, ty(inputs[0]), ty(inputs[1]), ty(*output))
+        }
+        _ => None,
+    }
+}
+
+/// A library step that has neither a cuBLAS mapping nor a device kernel.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("internal error: library step '{op}' of @{plan} has no device kernel and cuBLAS does not take it")]
+pub struct NoDeviceForm {
+    pub plan: String,
+    pub op: String,
+}
+
+/// The plan as the CUDA backend runs it: library steps cuBLAS takes stay
+/// library steps, every other one becomes its device kernel.
+pub fn cuda_plan(plan: &Plan) -> Result<Plan, NoDeviceForm> {
+    let p = plan.with_device_kernels(|p, s| cublas_of(p, s).is_some());
+    for s in &p.steps {
+        if let Step::Library { inst, .. } = s {
+            if cublas_of(&p, s).is_none() {
+                return Err(NoDeviceForm { plan: p.name.clone(), op: inst.op.to_string() });
+            }
+        }
+    }
+    Ok(p)
+}
+
+/// Where one step of a plan runs on the CUDA backend.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// A generated kernel (the plan's own, or a library step's device kernel).
+    Kernel,
+    /// The device kernel of a library step (`op`) cuBLAS does not take.
+    DeviceKernel { op: String },
+    /// A cuBLAS call.
+    Cublas(Cublas),
+    /// NCCL (or a device copy for a group of one).
+    Collective,
+}
+
+impl fmt::Display for Route {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Route::Kernel => write!(f, "kernel"),
+            Route::DeviceKernel { op } => write!(f, "kernel (device form of {op})"),
+            Route::Cublas(Cublas::Skip) => write!(f, "nothing (empty result)"),
+            Route::Cublas(Cublas::Zero) => write!(f, "zero fill (empty contraction)"),
+            Route::Cublas(Cublas::Gemm { dtype, args }) => {
+                let t = |o: Operand| if o.trans { "T" } else { "N" };
+                let p = if *dtype == DType::F64 { "D" } else { "S" };
+                write!(f, "cuBLAS {p}gemmStridedBatched {}{} m={} n={} k={} batch={}", t(args.a), t(args.b), args.m, args.n, args.k, args.batch)
+            }
+            Route::Collective => write!(f, "NCCL"),
+        }
+    }
+}
+
+/// Where each step of `plan` (the planner's plan, before [`cuda_plan`]) runs
+/// on the CUDA backend, in step order.
+pub fn cuda_routes(plan: &Plan) -> Result<Vec<Route>, NoDeviceForm> {
+    plan.steps
+        .iter()
+        .map(|s| match s {
+            Step::Kernel(_) => Ok(Route::Kernel),
+            Step::Collective { .. } => Ok(Route::Collective),
+            Step::Library { inst, device, .. } => match (cublas_of(plan, s), device) {
+                (Some(c), _) => Ok(Route::Cublas(c)),
+                (None, Some(_)) => Ok(Route::DeviceKernel { op: inst.op.to_string() }),
+                (None, None) => Err(NoDeviceForm { plan: plan.name.clone(), op: inst.op.to_string() }),
+            },
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Column-major `C = op(A) op(B)` (what cuBLAS computes), batched.
+    fn cublas_reference(g: &GemmArgs, a: &[f64], b: &[f64]) -> Vec<f64> {
+        let mut c = vec![0.0; g.batch * g.stride_c.max(g.m * g.n)];
+        let at = |x: &[f64], o: Operand, base: usize, r: usize, col: usize| {
+            if o.trans {
+                x[base + col + r * o.ld]
+            } else {
+                x[base + r + col * o.ld]
+            }
+        };
+        for bi in 0..g.batch {
+            for i in 0..g.m {
+                for j in 0..g.n {
+                    let s: f64 = (0..g.k).map(|l| at(a, g.a, bi * g.stride_a, i, l) * at(b, g.b, bi * g.stride_b, l, j)).sum();
+                    c[bi * g.stride_c + i + j * g.ldc] = s;
+                }
+            }
+        }
+        c
+    }
+
+    #[test]
+    fn gemm_mapping_computes_the_row_major_product() {
+        use crate::gemm::matmul_view;
+        // (lhs shape, rhs shape, lhs batch, rhs batch, lhs contract, rhs contract)
+        type Case<'a> = (&'a [usize], &'a [usize], &'a [usize], &'a [usize], &'a [usize], &'a [usize]);
+        let cases: &[Case] = &[
+            (&[2, 3], &[3, 4], &[], &[], &[1], &[0]),
+            (&[3, 2], &[3, 4], &[], &[], &[0], &[0]),
+            (&[2, 3], &[4, 3], &[], &[], &[1], &[1]),
+            (&[3, 2], &[4, 3], &[], &[], &[0], &[1]),
+            (&[5, 2, 3], &[5, 3, 4], &[0], &[0], &[2], &[1]),
+            (&[5, 3, 2], &[5, 4, 3], &[0], &[0], &[1], &[2]),
+            (&[3], &[3, 4], &[], &[], &[0], &[0]),
+            (&[2, 3], &[3], &[], &[], &[1], &[0]),
+            (&[3], &[3], &[], &[], &[0], &[0]),
+            (&[2, 1, 3], &[2, 3, 1], &[0], &[0], &[2], &[1]),
+            (&[4, 3], &[3], &[], &[], &[1], &[0]),
+        ];
+        for &(a, b, lb, rb, lc, rc) in cases {
+            let (batch, m, k, n, sa, sb) = matmul_view(a, b, lb, rb, lc, rc).unwrap();
+            let g = gemm_args(batch, m, k, n, sa, sb).unwrap_or_else(|| panic!("{a:?} x {b:?}"));
+            let av: Vec<f64> = (0..a.iter().product::<usize>()).map(|i| (i as f64) * 0.5 - 1.0).collect();
+            let bv: Vec<f64> = (0..b.iter().product::<usize>()).map(|i| (i as f64) * 0.25 + 2.0).collect();
+            // Row-major reference from the view's strides.
+            let mut want = vec![0.0; batch * m * n];
+            for bi in 0..batch {
+                for i in 0..m {
+                    for j in 0..n {
+                        want[bi * m * n + i * n + j] = (0..k)
+                            .map(|l| {
+                                let x = av[(bi as isize * sa[0] + i as isize * sa[1] + l as isize * sa[2]) as usize];
+                                let y = bv[(bi as isize * sb[0] + l as isize * sb[1] + j as isize * sb[2]) as usize];
+                                x * y
+                            })
+                            .sum();
+                    }
+                }
+            }
+            let got = cublas_reference(&g, &bv, &av);
+            assert_eq!(&got[..want.len()], &want[..], "{a:?} x {b:?}: {g:?}");
+        }
+    }
+}
