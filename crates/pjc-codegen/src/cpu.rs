@@ -36,7 +36,8 @@ use pjc_tensor::Tensor;
 use std::sync::Once;
 
 pub const TRIPLE: &str = "x86_64-unknown-linux-gnu";
-/// The baseline CPU of generated host code.
+/// The CPU of `--emit llvm`'s listing (executables carry one object per
+/// level, `pjc_plan::CpuLevel`; the JIT compiles for this machine's best).
 pub const CPU: &str = "x86-64-v3";
 
 struct Cpu<'ctx> {
@@ -44,6 +45,8 @@ struct Cpu<'ctx> {
     end: IntValue<'ctx>,
     /// Whether the CPU has AVX2 (x86-64-v3): 256-bit libmvec variants.
     avx2: bool,
+    /// Whether it has AVX-512 (x86-64-v4): 512-bit libmvec variants.
+    avx512: bool,
 }
 
 /// Math functions with libmvec variants (glibc >= 2.35 has all of them;
@@ -87,6 +90,9 @@ impl<'ctx> LowerTarget<'ctx> for Cpu<'ctx> {
         let mut out = vec![(sse, format!("_ZGVbN{sse}{v}_{sym}"))];
         if self.avx2 {
             out.push((sse * 2, format!("_ZGVdN{}{v}_{sym}", sse * 2)));
+        }
+        if self.avx512 {
+            out.push((sse * 4, format!("_ZGVeN{}{v}_{sym}", sse * 4)));
         }
         out.into_iter()
             .filter(|(_, s)| symbol_in_process(s))
@@ -142,23 +148,10 @@ pub fn target_machine(cpu: &str) -> Result<TargetMachine, CodegenError> {
         })
 }
 
-/// The CPU the JIT compiles for: the x86-64-v3 baseline when this machine has
-/// it, plain x86-64 otherwise.
+/// The CPU the JIT compiles for: the best x86-64 level this machine runs,
+/// plain x86-64 below v2.
 pub fn jit_cpu() -> &'static str {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let v3 = std::is_x86_feature_detected!("avx2")
-            && std::is_x86_feature_detected!("fma")
-            && std::is_x86_feature_detected!("bmi1")
-            && std::is_x86_feature_detected!("bmi2")
-            && std::is_x86_feature_detected!("f16c")
-            && std::is_x86_feature_detected!("lzcnt")
-            && std::is_x86_feature_detected!("movbe");
-        if v3 {
-            return CPU;
-        }
-    }
-    "x86-64"
+    pjc_host::cpulevel::best().map_or("x86-64", |l| l.name())
 }
 
 fn add_fn_attr<'ctx>(cx: &'ctx Context, f: FunctionValue<'ctx>, name: &str) {
@@ -216,7 +209,8 @@ pub fn build_kernel<'ctx>(
     let target = Cpu {
         begin,
         end,
-        avx2: cpu == CPU,
+        avx2: matches!(cpu, "x86-64-v3" | "x86-64-v4"),
+        avx512: cpu == "x86-64-v4",
     };
     let lw = Lower::new(
         cx,
@@ -444,11 +438,13 @@ pub fn emit_llvm_unoptimized(plan: &Plan) -> Result<String, CodegenError> {
     Ok(m.print_to_string().to_string())
 }
 
-/// An x86-64 ELF object with every kernel of `plan` (for linking an executable).
-pub fn emit_object(plan: &Plan) -> Result<Vec<u8>, CodegenError> {
+/// An x86-64 ELF object with every kernel of `plan` for CPU level `level`
+/// (for linking an executable).
+pub fn emit_object(plan: &Plan, level: pjc_plan::CpuLevel) -> Result<Vec<u8>, CodegenError> {
     let cx = Context::create();
-    let tm = target_machine(CPU)?;
-    let m = build_module(&cx, plan, CPU, &tm)?;
+    let cpu = level.name();
+    let tm = target_machine(cpu)?;
+    let m = build_module(&cx, plan, cpu, &tm)?;
     optimize(&m, &tm)?;
     let buf = tm
         .write_to_memory_buffer(&m, FileType::Object)

@@ -17,6 +17,7 @@
 
 pub mod blas;
 pub mod conv;
+pub mod cpulevel;
 pub mod device;
 pub mod gemm;
 

@@ -137,11 +137,49 @@ pub struct Artifact {
     pub memory: Memory,
     /// The device groups of every axis list the plan's collectives use.
     pub groups: Vec<GroupTable>,
-    /// The host kernels: an x86-64 shared object.
-    #[serde(with = "serde_bytes")]
-    pub kernels_so: Vec<u8>,
+    /// The host kernels: one x86-64 shared object per micro-architecture
+    /// level, the most capable first; the runtime loads the best one the CPU
+    /// runs ([`CpuLevel`]).
+    pub host_kernels: Vec<HostKernels>,
     /// The GPU kernels, or why there are none.
     pub ptx: Result<PtxModule, String>,
+}
+
+/// An x86-64 micro-architecture level (the psABI's): what the host kernels of
+/// one shared object may use. v2: SSE4.2 and POPCNT; v3: AVX2, FMA, BMI, F16C;
+/// v4: AVX-512 (F, BW, CD, DQ, VL).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum CpuLevel {
+    V2,
+    V3,
+    V4,
+}
+
+impl CpuLevel {
+    /// Every level, the most capable first (the order executables carry them).
+    pub const ALL: [CpuLevel; 3] = [CpuLevel::V4, CpuLevel::V3, CpuLevel::V2];
+
+    /// LLVM's CPU name for the level, also how users name it (`PJC_CPU_LEVEL`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CpuLevel::V2 => "x86-64-v2",
+            CpuLevel::V3 => "x86-64-v3",
+            CpuLevel::V4 => "x86-64-v4",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<CpuLevel> {
+        CpuLevel::ALL.into_iter().find(|l| l.name() == s || l.name().trim_start_matches("x86-64-") == s)
+    }
+}
+
+/// The host kernels compiled for one CPU level.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostKernels {
+    pub level: CpuLevel,
+    /// An x86-64 shared object exporting one `KernelFn` per kernel step.
+    #[serde(with = "serde_bytes")]
+    pub so: Vec<u8>,
 }
 
 /// Why an artefact cannot be read.
@@ -255,7 +293,7 @@ mod tests {
             plan: Plan { name: "main".into(), buffers: vec![], steps: vec![], params: vec![], results: vec![] },
             memory: Memory { offsets: vec![], peak: 0, donated: vec![] },
             groups: vec![GroupTable::build(&mesh(), &["y".into()]).unwrap()],
-            kernels_so: vec![1, 2, 3, 0, 255],
+            host_kernels: vec![HostKernels { level: CpuLevel::V3, so: vec![1, 2, 3, 0, 255] }],
             ptx: Err("no libdevice".into()),
         }
     }

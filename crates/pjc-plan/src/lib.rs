@@ -16,7 +16,7 @@ pub mod kernel;
 pub mod memory;
 pub mod plan;
 
-pub use artifact::{Artifact, ArtifactError, GroupTable, Port, PtxKernel, PtxModule};
+pub use artifact::{Artifact, ArtifactError, CpuLevel, GroupTable, HostKernels, Port, PtxKernel, PtxModule};
 pub use kernel::{Kernel, Node};
 pub use memory::Memory;
 pub use plan::{Buffer, BufferKind, Plan, Step};

@@ -6,7 +6,8 @@ use crate::backend::Backend;
 use crate::collectives::MpiCollectives;
 use crate::world::World;
 use crate::RuntimeError;
-use pjc_plan::{Plan, Step};
+use pjc_host::cpulevel;
+use pjc_plan::{CpuLevel, HostKernels, Plan, Step};
 use pjc_host::{Buffers, KernelFn};
 use pjc_tensor::Tensor;
 
@@ -67,26 +68,32 @@ impl Drop for TempFile {
     }
 }
 
-/// Whether this CPU runs the executable's kernels (compiled for x86-64-v3).
-pub fn check_cpu() -> Result<(), RuntimeError> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let need = [
-            ("avx2", std::is_x86_feature_detected!("avx2")),
-            ("fma", std::is_x86_feature_detected!("fma")),
-            ("bmi2", std::is_x86_feature_detected!("bmi2")),
-            ("f16c", std::is_x86_feature_detected!("f16c")),
-            ("movbe", std::is_x86_feature_detected!("movbe")),
-        ];
-        let missing: Vec<&str> = need.iter().filter(|(_, ok)| !ok).map(|(n, _)| *n).collect();
-        if !missing.is_empty() {
-            return Err(RuntimeError::Env(format!(
-                "this CPU lacks {} (the executable's kernels are compiled for x86-64-v3)",
-                missing.join(", ")
-            )));
+/// The host-kernel build this process loads: the most capable CPU level the
+/// machine runs, or at most the one `PJC_CPU_LEVEL` names (`x86-64-v2`,
+/// `x86-64-v3`, `x86-64-v4`: to compare builds, or to rule one out).
+pub fn choose_kernels(builds: &[HostKernels]) -> Result<&HostKernels, RuntimeError> {
+    let cap = match std::env::var("PJC_CPU_LEVEL") {
+        Ok(v) => {
+            let l = CpuLevel::parse(v.trim())
+                .ok_or_else(|| RuntimeError::Env(format!("PJC_CPU_LEVEL={v} is not a CPU level (x86-64-v2, x86-64-v3 or x86-64-v4)")))?;
+            let miss = cpulevel::missing(l);
+            if !miss.is_empty() {
+                return Err(RuntimeError::Env(format!("PJC_CPU_LEVEL={v}: this CPU cannot run {} code (it lacks {})", l.name(), miss.join(", "))));
+            }
+            Some(l)
         }
+        Err(_) => None,
+    };
+    if let Some(k) = builds.iter().find(|k| cap.is_none_or(|c| k.level <= c) && cpulevel::missing(k.level).is_empty()) {
+        return Ok(k);
     }
-    Ok(())
+    let names: Vec<&str> = builds.iter().map(|k| k.level.name()).collect();
+    let lowest = builds.iter().map(|k| k.level).min().unwrap_or(CpuLevel::V2);
+    Err(RuntimeError::Env(format!(
+        "this CPU runs none of the executable's kernel builds ({}): it lacks {}",
+        names.join(", "),
+        cpulevel::missing(lowest).join(", ")
+    )))
 }
 
 /// One device's plan on the host.
@@ -103,9 +110,8 @@ pub struct CpuBackend<'w> {
 
 impl<'w> CpuBackend<'w> {
     /// Builds the collectives' communicators (collective: every rank calls it).
-    pub fn new(plan: &Plan, so: &[u8], world: &'w World, mesh: &pjc_ir::Mesh, groups: &[pjc_plan::GroupTable]) -> Result<CpuBackend<'w>, RuntimeError> {
-        check_cpu()?;
-        let lib = KernelLibrary::load(so)?;
+    pub fn new(plan: &Plan, builds: &[HostKernels], world: &'w World, mesh: &pjc_ir::Mesh, groups: &[pjc_plan::GroupTable]) -> Result<CpuBackend<'w>, RuntimeError> {
+        let lib = KernelLibrary::load(&choose_kernels(builds)?.so)?;
         let kernels = lib.kernels(plan)?;
         let coll = MpiCollectives::new(world, mesh, groups)?;
         let mut bufs = Buffers::alloc(plan).map_err(host)?;

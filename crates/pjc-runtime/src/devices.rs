@@ -21,8 +21,9 @@ pub fn cores() -> usize {
 /// What this machine offers (`pjc devices`).
 pub fn describe_machine() -> String {
     let mut s = format!("host: {}\ncpu: {} ({} cores available to this process)\n", World::hostname(), cpu_model(), cores());
-    if let Err(e) = crate::cpu::check_cpu() {
-        s.push_str(&format!("  note: {e}\n"));
+    match pjc_host::cpulevel::best() {
+        Some(l) => s.push_str(&format!("  level: {} (executables load their kernels built for it)\n", l.name())),
+        None => s.push_str(&format!("  note: this CPU lacks {} (x86-64-v2, the lowest level pjc builds kernels for)\n", pjc_host::cpulevel::missing(pjc_plan::CpuLevel::V2).join(", "))),
     }
     match crate::cuda::gpus() {
         Ok(gs) if !gs.is_empty() => {

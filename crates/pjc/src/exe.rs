@@ -12,7 +12,7 @@
 
 use crate::pipeline::Compilation;
 use crate::failure::{io_reason, Failure};
-use pjc_plan::{Artifact, GroupTable, Port};
+use pjc_plan::{Artifact, CpuLevel, GroupTable, HostKernels, Port};
 use pjc_runtime::payload::{section, Payload};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -54,9 +54,10 @@ fn find_runner() -> Result<PathBuf, Failure> {
     )))
 }
 
-/// Links `object` into a shared object with the system's C compiler driver.
-fn link_shared(object: &[u8], libmvec: bool) -> Result<Vec<u8>, Failure> {
-    let dir = std::env::temp_dir().join(format!("pjc-link-{}-{}", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())));
+/// Links `object` into a shared object with the system's C compiler driver
+/// (`tag` keeps concurrent links apart).
+fn link_shared(object: &[u8], libmvec: bool, tag: &str) -> Result<Vec<u8>, Failure> {
+    let dir = std::env::temp_dir().join(format!("pjc-link-{}-{}-{tag}", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())));
     std::fs::create_dir_all(&dir).map_err(|e| Failure::Env(format!("cannot create '{}': {}", dir.display(), io_reason(&e))))?;
     let result = (|| {
         let (obj, so) = (dir.join("kernels.o"), dir.join("kernels.so"));
@@ -111,9 +112,27 @@ pub fn compile(c: &Compilation, out: &Path, gpu_arch: &str) -> Result<(), Failur
     let f = c.per_device_func();
     let mesh = c.per_device.as_ref().expect("per-device stage ran").mesh_or_single();
     let plan = c.plan.clone().expect("planned");
-    let object = pjc_codegen::emit_object(&plan).map_err(|e| Failure::Env(e.to_string()))?;
-    let kernels_so = link_shared(&object, pjc_codegen::cpu::uses_libmvec())?;
-    let ptx = match pjc_codegen::compile_ptx(&plan, gpu_arch) {
+    // The host kernels for every CPU level and the PTX, each on its own
+    // thread (LLVM contexts are independent): the wall time is the longest
+    // of them on a machine with as many cores.
+    let libmvec = pjc_codegen::cpu::uses_libmvec();
+    let (host, ptx) = std::thread::scope(|s| {
+        let plan = &plan;
+        let hosts: Vec<_> = CpuLevel::ALL
+            .into_iter()
+            .map(|level| {
+                s.spawn(move || -> Result<HostKernels, Failure> {
+                    let object = pjc_codegen::emit_object(plan, level).map_err(|e| Failure::Env(e.to_string()))?;
+                    Ok(HostKernels { level, so: link_shared(&object, libmvec, level.name())? })
+                })
+            })
+            .collect();
+        let ptx = s.spawn(move || pjc_codegen::compile_ptx(plan, gpu_arch));
+        let host: Result<Vec<HostKernels>, Failure> = hosts.into_iter().map(|h| h.join().expect("a code generation thread panicked")).collect();
+        (host, ptx.join().expect("the PTX thread panicked"))
+    });
+    let host_kernels = host?;
+    let ptx = match ptx {
         Ok(ptx) => Ok(ptx),
         Err(pjc_codegen::CodegenError::Input(m)) => return Err(Failure::Env(m)),
         Err(e) => {
@@ -133,7 +152,7 @@ pub fn compile(c: &Compilation, out: &Path, gpu_arch: &str) -> Result<(), Failur
         params,
         results,
         plan,
-        kernels_so,
+        host_kernels,
         ptx,
     };
     let bytes = artifact.to_bytes().map_err(|e| internal(e.to_string()))?;

@@ -473,6 +473,73 @@ fn partition_test_programs() {
     assert!(failures.is_empty(), "{} of {} runs failed:\n\n{}", failures.len(), cases.len(), failures.join("\n\n"));
 }
 
+/// An executable carries host kernels for x86-64-v2, -v3 and -v4 and loads
+/// the best one the CPU runs; `PJC_CPU_LEVEL` caps the choice. Every build
+/// this machine can run gives the interpreter's results (transcendental
+/// functions through libmvec's SSE, AVX2 and AVX-512 variants, reductions,
+/// bf16 rounding); a level that does not exist or that the CPU cannot run is
+/// one clear error.
+#[test]
+fn every_cpu_level_build_runs_and_agrees() {
+    let src = "func @main(%x: f32[37,129], %b: bf16[37,129]) -> (y: f32[37], z: bf16[37,129], m: f32[129]) {
+  %e = exp %x
+  %t = tanh %x
+  %l = log1p %e
+  %s = add %t, %l
+  %y = reduce %s {dims=[1], kind=sum} : f32[37]
+  %c = convert %s : bf16[37,129]
+  %z = mul %c, %b
+  %m = reduce %x {dims=[0], kind=max} : f32[129]
+  return %y, %z, %m
+}
+";
+    let dir = scratch();
+    let exe = compile(&dir, "levels", src, None).unwrap();
+    let m = pjc_front::load(src).unwrap();
+    let f = &m.funcs[m.func_by_name("main").unwrap()];
+    let mut seed = 11u64;
+    let args: Vec<Tensor> = f.params.iter().map(|&p| random(f.ty(p), &mut seed)).collect();
+    let named: Vec<(String, Tensor)> = (0..args.len()).map(|i| (f.param_name(i).to_string(), args[i].clone())).collect();
+    let inputs = dir.join("in.safetensors");
+    pjc_tensor::write_safetensors(&inputs, &named).unwrap();
+    let want = pjc_interp::eval(&m, m.func_by_name("main").unwrap(), args).unwrap();
+    let run = |level: &str| {
+        let out = dir.join(format!("{level}.safetensors"));
+        let o = Command::new(&exe)
+            .args(["--inputs", &inputs.display().to_string(), "--output", &out.display().to_string()])
+            .env("PJC_CPU_LEVEL", level)
+            .output()
+            .unwrap();
+        (o, out)
+    };
+    let mut ran = vec![];
+    for level in pjc_plan::CpuLevel::ALL {
+        let runs = pjc_host::cpulevel::missing(level).is_empty();
+        let (o, out) = run(level.name());
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        if !runs {
+            assert_eq!(o.status.code(), Some(2), "{}: {err}", level.name());
+            assert!(err.contains("cannot run") && !err.contains("panicked"), "{err}");
+            continue;
+        }
+        assert!(o.status.success(), "{}: {err}", level.name());
+        let got = pjc_tensor::read_safetensors(&out).unwrap();
+        for (k, w) in want.iter().enumerate() {
+            let name = f.result_name(k);
+            let g = &got.iter().find(|(n, _)| *n == name).unwrap_or_else(|| panic!("no result {name}")).1;
+            assert_close(w, g, Tolerance::spec_long_sums(w.dtype()).with_atol(1e-6), &format!("{} result {name}", level.name()));
+        }
+        ran.push(level);
+    }
+    assert!(ran.contains(&pjc_plan::CpuLevel::V2), "the x86-64-v2 build must run on any x86-64 CI machine");
+    let (o, _) = run("x86-64-v9");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert!(errors.len() == 1 && errors[0].starts_with("error: PJC_CPU_LEVEL=x86-64-v9 is not a CPU level") && !err.contains("panicked"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn wrong_process_count_is_a_clear_error() {
     let dir = scratch();
