@@ -3,10 +3,13 @@
 //! for the PTX generator (`pjc_codegen::ptx`), the backend that launches it
 //! (`pjc-runtime`'s `cuda` module) and `pjc compile --emit plan --device cuda`.
 //!
-//! - A `dot_general` of f32 or f64 operands and result that is one strided
-//!   batched product in place ([`crate::gemm::matmul_view`]) whose strides
-//!   cuBLAS accepts ([`gemm_args`]) is a cuBLAS `{S,D}gemmStridedBatched`
-//!   call (or nothing / a zero fill for empty products).
+//! - A `dot_general` of f32 or f64 operands and result, or of bf16/f16
+//!   operands with a result of their dtype or f32, that is strided batched
+//!   products in place ([`crate::gemm::strided_calls`]: one call per outer
+//!   batch index when the batch dimensions are not one strided dimension)
+//!   whose strides cuBLAS accepts ([`gemm_args`]) is cuBLAS
+//!   `{S,D}gemmStridedBatched` or `GemmStridedBatchedEx` with f32 compute
+//!   (or nothing / a zero fill for empty products).
 //! - Every other library step (products of other dtypes or layouts,
 //!   convolutions, `scatter_add`) runs its device kernel: the same
 //!   computation written as one generated loop kernel by the planner, so the
@@ -67,7 +70,7 @@ pub struct GemmArgs {
     pub batch: usize,
 }
 
-/// Maps `pjc_host::gemm::matmul_view`'s answer `(batch, m, k, n, lhs strides,
+/// Maps a [`crate::gemm::StridedCalls`] call `(batch, m, k, n, lhs strides,
 /// rhs strides)` (element strides: batch, row, column) onto cuBLAS, or `None`
 /// when a stride pattern or a size does not fit (the step then runs
 /// its device kernel).
@@ -94,25 +97,43 @@ pub fn gemm_args(batch: usize, m: usize, k: usize, n: usize, sa: [isize; 3], sb:
 }
 
 /// What cuBLAS makes of a product step.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Cublas {
     /// Nothing to compute (an empty result).
     Skip,
     /// An empty contraction: the result is zeros.
     Zero,
-    /// One strided batched GEMM of `dtype` (f32 or f64).
-    Gemm { dtype: DType, args: GemmArgs },
+    /// Strided batched GEMM calls, one per entry of `calls` (element offsets
+    /// of lhs, rhs and result), all with `args`: `{S,D}gemmStridedBatched`
+    /// when operands and result are f32 or f64, else `GemmStridedBatchedEx`
+    /// with f32 computation (bf16/f16 operands, a bf16/f16 or f32 result).
+    Gemm { operands: DType, result: DType, args: GemmArgs, calls: Vec<[usize; 3]> },
 }
 
-/// The cuBLAS call for library step `inst` (operand types `a`, `b`, result
-/// `out`), if cuBLAS takes it: f32 or f64 throughout (cuBLAS's default math
-/// mode, so f32 stays f32), one strided batched product in place.
-pub fn cublas_step(inst: &InstData, a: &TensorType, b: &TensorType, out: &TensorType) -> Option<Cublas> {
-    if inst.op != Opcode::DotGeneral {
-        return None;
+impl Cublas {
+    /// The cuBLAS routine a `Gemm` calls.
+    pub fn routine(&self) -> &'static str {
+        match self {
+            Cublas::Gemm { operands: DType::F32, result: DType::F32, .. } => "SgemmStridedBatched",
+            Cublas::Gemm { operands: DType::F64, .. } => "DgemmStridedBatched",
+            Cublas::Gemm { .. } => "GemmStridedBatchedEx (f32 compute)",
+            Cublas::Skip | Cublas::Zero => "",
+        }
     }
-    let d = a.dtype;
-    if !matches!(d, DType::F32 | DType::F64) || b.dtype != d || out.dtype != d {
+}
+
+/// Operand and result dtypes cuBLAS multiplies: f32 and f64 as themselves;
+/// bf16 and f16 into the same dtype or f32, computing in f32 (spec section 11).
+fn cublas_dtypes(a: DType, out: DType) -> bool {
+    matches!((a, out), (DType::F32, DType::F32) | (DType::F64, DType::F64) | (DType::BF16, DType::BF16 | DType::F32) | (DType::F16, DType::F16 | DType::F32))
+}
+
+/// The cuBLAS calls for library step `inst` (operand types `a`, `b`, result
+/// `out`), if cuBLAS takes it: dtypes it multiplies ([`cublas_dtypes`];
+/// cuBLAS's default math mode, so f32 stays f32, no TF32), strided batched
+/// products in place ([`crate::gemm::strided_calls`]).
+pub fn cublas_step(inst: &InstData, a: &TensorType, b: &TensorType, out: &TensorType) -> Option<Cublas> {
+    if inst.op != Opcode::DotGeneral || b.dtype != a.dtype || !cublas_dtypes(a.dtype, out.dtype) {
         return None;
     }
     let refs = [a, b];
@@ -120,18 +141,18 @@ pub fn cublas_step(inst: &InstData, a: &TensorType, b: &TensorType, out: &Tensor
         pjc_ir::attrs::resolved_attr(inst, n, &refs).and_then(|a| a.as_ints()).unwrap_or_default().iter().map(|&x| x as usize).collect()
     };
     let shape = |t: &TensorType| -> Vec<usize> { t.shape.iter().map(|&x| x as usize).collect() };
-    let (batch, m, k, n, sa, sb) =
-        crate::gemm::matmul_view(&shape(a), &shape(b), &us("lhs_batch"), &us("rhs_batch"), &us("lhs_contract"), &us("rhs_contract"))?;
-    if out.num_elements() as usize != batch * m * n {
+    let v = crate::gemm::strided_calls(&shape(a), &shape(b), &us("lhs_batch"), &us("rhs_batch"), &us("lhs_contract"), &us("rhs_contract"))?;
+    if out.num_elements() as usize != v.calls.len() * v.batch * v.m * v.n {
         return None;
     }
-    if batch * m * n == 0 {
+    if v.calls.is_empty() || v.batch * v.m * v.n == 0 {
         return Some(Cublas::Skip);
     }
-    if k == 0 {
+    if v.k == 0 {
         return Some(Cublas::Zero);
     }
-    gemm_args(batch, m, k, n, sa, sb).map(|args| Cublas::Gemm { dtype: d, args })
+    let args = gemm_args(v.batch, v.m, v.k, v.n, v.lhs, v.rhs)?;
+    Some(Cublas::Gemm { operands: a.dtype, result: out.dtype, args, calls: v.calls })
 }
 
 /// The cuBLAS call of a plan step, if it is a library step cuBLAS takes.
@@ -187,10 +208,10 @@ impl fmt::Display for Route {
             Route::DeviceKernel { op } => write!(f, "kernel (device form of {op})"),
             Route::Cublas(Cublas::Skip) => write!(f, "nothing (empty result)"),
             Route::Cublas(Cublas::Zero) => write!(f, "zero fill (empty contraction)"),
-            Route::Cublas(Cublas::Gemm { dtype, args }) => {
+            Route::Cublas(c @ Cublas::Gemm { args, calls, .. }) => {
                 let t = |o: Operand| if o.trans { "T" } else { "N" };
-                let p = if *dtype == DType::F64 { "D" } else { "S" };
-                write!(f, "cuBLAS {p}gemmStridedBatched {}{} m={} n={} k={} batch={}", t(args.a), t(args.b), args.m, args.n, args.k, args.batch)
+                let times = if calls.len() > 1 { format!(" x{} calls", calls.len()) } else { String::new() };
+                write!(f, "cuBLAS {} {}{} m={} n={} k={} batch={}{times}", c.routine(), t(args.a), t(args.b), args.m, args.n, args.k, args.batch)
             }
             Route::Collective => write!(f, "NCCL"),
         }
@@ -241,44 +262,53 @@ mod tests {
 
     #[test]
     fn gemm_mapping_computes_the_row_major_product() {
-        use crate::gemm::matmul_view;
-        // (lhs shape, rhs shape, lhs batch, rhs batch, lhs contract, rhs contract)
-        type Case<'a> = (&'a [usize], &'a [usize], &'a [usize], &'a [usize], &'a [usize], &'a [usize]);
+        use crate::gemm::strided_calls;
+        // (lhs shape, rhs shape, lhs batch, rhs batch, lhs contract, rhs contract, calls)
+        type Case<'a> = (&'a [usize], &'a [usize], &'a [usize], &'a [usize], &'a [usize], &'a [usize], usize);
         let cases: &[Case] = &[
-            (&[2, 3], &[3, 4], &[], &[], &[1], &[0]),
-            (&[3, 2], &[3, 4], &[], &[], &[0], &[0]),
-            (&[2, 3], &[4, 3], &[], &[], &[1], &[1]),
-            (&[3, 2], &[4, 3], &[], &[], &[0], &[1]),
-            (&[5, 2, 3], &[5, 3, 4], &[0], &[0], &[2], &[1]),
-            (&[5, 3, 2], &[5, 4, 3], &[0], &[0], &[1], &[2]),
-            (&[3], &[3, 4], &[], &[], &[0], &[0]),
-            (&[2, 3], &[3], &[], &[], &[1], &[0]),
-            (&[3], &[3], &[], &[], &[0], &[0]),
-            (&[2, 1, 3], &[2, 3, 1], &[0], &[0], &[2], &[1]),
-            (&[4, 3], &[3], &[], &[], &[1], &[0]),
+            (&[2, 3], &[3, 4], &[], &[], &[1], &[0], 1),
+            (&[3, 2], &[3, 4], &[], &[], &[0], &[0], 1),
+            (&[2, 3], &[4, 3], &[], &[], &[1], &[1], 1),
+            (&[3, 2], &[4, 3], &[], &[], &[0], &[1], 1),
+            (&[5, 2, 3], &[5, 3, 4], &[0], &[0], &[2], &[1], 1),
+            (&[5, 3, 2], &[5, 4, 3], &[0], &[0], &[1], &[2], 1),
+            (&[3], &[3, 4], &[], &[], &[0], &[0], 1),
+            (&[2, 3], &[3], &[], &[], &[1], &[0], 1),
+            (&[3], &[3], &[], &[], &[0], &[0], 1),
+            (&[2, 1, 3], &[2, 3, 1], &[0], &[0], &[2], &[1], 1),
+            (&[4, 3], &[3], &[], &[], &[1], &[0], 1),
+            // Attention scores over [batch, seq, heads, head_dim]: batch and
+            // heads are not one strided dimension, so one call per batch index.
+            (&[2, 5, 3, 4], &[2, 6, 3, 4], &[0, 2], &[0, 2], &[3], &[3], 2),
+            // Values: [batch, heads, q, k] x [batch, k, heads, d].
+            (&[2, 3, 5, 6], &[2, 6, 3, 4], &[0, 1], &[0, 2], &[3], &[1], 2),
+            // Batch dims in another order on one side.
+            (&[3, 2, 4, 5], &[2, 3, 5, 6], &[0, 1], &[1, 0], &[3], &[2], 3),
         ];
-        for &(a, b, lb, rb, lc, rc) in cases {
-            let (batch, m, k, n, sa, sb) = matmul_view(a, b, lb, rb, lc, rc).unwrap();
-            let g = gemm_args(batch, m, k, n, sa, sb).unwrap_or_else(|| panic!("{a:?} x {b:?}"));
+        for &(a, b, lb, rb, lc, rc, ncalls) in cases {
+            let v = strided_calls(a, b, lb, rb, lc, rc).unwrap_or_else(|| panic!("{a:?} x {b:?}"));
+            assert_eq!(v.calls.len(), ncalls, "{a:?} x {b:?}: {v:?}");
+            let g = gemm_args(v.batch, v.m, v.k, v.n, v.lhs, v.rhs).unwrap_or_else(|| panic!("{a:?} x {b:?}"));
             let av: Vec<f64> = (0..a.iter().product::<usize>()).map(|i| (i as f64) * 0.5 - 1.0).collect();
             let bv: Vec<f64> = (0..b.iter().product::<usize>()).map(|i| (i as f64) * 0.25 + 2.0).collect();
-            // Row-major reference from the view's strides.
-            let mut want = vec![0.0; batch * m * n];
-            for bi in 0..batch {
-                for i in 0..m {
-                    for j in 0..n {
-                        want[bi * m * n + i * n + j] = (0..k)
-                            .map(|l| {
-                                let x = av[(bi as isize * sa[0] + i as isize * sa[1] + l as isize * sa[2]) as usize];
-                                let y = bv[(bi as isize * sb[0] + l as isize * sb[1] + j as isize * sb[2]) as usize];
-                                x * y
-                            })
-                            .sum();
-                    }
-                }
+            // The product from the definition (dot_general's result order).
+            let l = crate::gemm::dot_layout(a, b, lb, rb, lc, rc).unwrap();
+            let want = pjc_tensor::dot_general(
+                &pjc_tensor::Tensor::new(a.to_vec(), pjc_tensor::Buf::F64(av.clone())),
+                &pjc_tensor::Tensor::new(b.to_vec(), pjc_tensor::Buf::F64(bv.clone())),
+                lb, rb, lc, rc, DType::F64,
+            )
+            .unwrap();
+            let pjc_tensor::Buf::F64(want) = want.data else { unreachable!() };
+            assert_eq!(want.len(), l.batch.iter().product::<usize>() * v.m * v.n);
+            let mut got = vec![0.0; want.len()];
+            for c in &v.calls {
+                let r = cublas_reference(&g, &bv[c[1]..], &av[c[0]..]);
+                got[c[2]..c[2] + v.batch * v.m * v.n].copy_from_slice(&r[..v.batch * v.m * v.n]);
             }
-            let got = cublas_reference(&g, &bv, &av);
-            assert_eq!(&got[..want.len()], &want[..], "{a:?} x {b:?}: {g:?}");
+            assert_eq!(got, want, "{a:?} x {b:?}: {g:?}");
         }
+        // A transposing copy is not a cuBLAS call.
+        assert!(strided_calls(&[4, 3, 5], &[3, 6], &[], &[], &[1], &[0]).is_none());
     }
 }

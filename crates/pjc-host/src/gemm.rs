@@ -4,8 +4,8 @@
 //! a matrix read with strides in place when they lie as one strided dimension,
 //! or after one transposing copy; batch dimensions may lie anywhere. Floats go
 //! through the `gemm` crate (f32, or f64 when an operand or the result is f64);
-//! integers through a wrapping i64 product. [`matmul_view`] is the narrower
-//! view the CUDA backend hands to cuBLAS.
+//! integers through a wrapping i64 product. [`strided_calls`] is the narrower
+//! view the CUDA backend hands to cuBLAS ([`matmul_view`]: its one-call case).
 
 use pjc_ir::{DType, InstData, Opcode, TensorType};
 use pjc_tensor::{Buf, Tensor};
@@ -38,6 +38,69 @@ pub fn matmul_view(
     let (_, bsb) = collapse(&l.batch, &l.rhs.batch_strides, &all)?;
     let i = |x: usize| x as isize;
     Some((batch, l.m, l.k, l.n, [i(bsa), i(l.lhs.rs), i(l.lhs.cs)], [i(bsb), i(l.rhs.rs), i(l.rhs.cs)]))
+}
+
+/// The product as strided-batched GEMM calls in place (what cuBLAS takes):
+/// no transposing copy, the batch dimensions split into outer ones, run as
+/// one call each, and the longest trailing run that is one strided dimension
+/// on both sides, the call's batch. Attention batched over `[batch, heads]` of
+/// `[batch, seq, heads, head_dim]` operands is `batch` calls of `heads`
+/// products each.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StridedCalls {
+    /// Products per call, and the lhs and rhs strides between them (elements).
+    pub batch: usize,
+    pub m: usize,
+    pub k: usize,
+    pub n: usize,
+    /// (batch stride, row stride, column stride) of each operand.
+    pub lhs: [isize; 3],
+    pub rhs: [isize; 3],
+    /// Per call, the element offsets of its lhs, rhs and result.
+    pub calls: Vec<[usize; 3]>,
+}
+
+/// At most this many calls per product (more: the product is not one for a
+/// strided-batched library, and runs as a generated kernel).
+pub const MAX_CALLS: usize = 4096;
+
+/// [`StridedCalls`] of a `dot_general`, or `None` when it needs a
+/// transposing copy, more than [`MAX_CALLS`] calls, or is no product of
+/// these shapes.
+pub fn strided_calls(a: &[usize], b: &[usize], lb: &[usize], rb: &[usize], lc: &[usize], rc: &[usize]) -> Option<StridedCalls> {
+    let l = dot_layout(a, b, lb, rb, lc, rc)?;
+    if l.lhs.transpose.is_some() || l.rhs.transpose.is_some() {
+        return None;
+    }
+    let nb = l.batch.len();
+    let both = |g: &[usize]| collapse(&l.batch, &l.lhs.batch_strides, g).is_some() && collapse(&l.batch, &l.rhs.batch_strides, g).is_some();
+    let mut split = nb;
+    while split > 0 && both(&(split - 1..nb).collect::<Vec<_>>()) {
+        split -= 1;
+    }
+    let inner: Vec<usize> = (split..nb).collect();
+    let (batch, bsa) = collapse(&l.batch, &l.lhs.batch_strides, &inner)?;
+    let (_, bsb) = collapse(&l.batch, &l.rhs.batch_strides, &inner)?;
+    let outer = &l.batch[..split];
+    let count: usize = outer.iter().product();
+    if count > MAX_CALLS {
+        return None;
+    }
+    let per_call = batch * l.m * l.n;
+    let calls = (0..count)
+        .map(|o| {
+            let (mut rest, mut oa, mut ob) = (o, 0, 0);
+            for d in (0..split).rev() {
+                let i = rest % outer[d];
+                rest /= outer[d];
+                oa += i * l.lhs.batch_strides[d];
+                ob += i * l.rhs.batch_strides[d];
+            }
+            [oa, ob, o * per_call]
+        })
+        .collect();
+    let i = |x: usize| x as isize;
+    Some(StridedCalls { batch, m: l.m, k: l.k, n: l.n, lhs: [i(bsa), i(l.lhs.rs), i(l.lhs.cs)], rhs: [i(bsb), i(l.rhs.rs), i(l.rhs.cs)], calls })
 }
 
 /// One operand of a product as a GEMM reads it: a matrix (lhs m×k, rhs k×n)

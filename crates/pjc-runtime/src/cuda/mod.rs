@@ -165,8 +165,11 @@ enum Exec {
         n: i64,
     },
     Gemm {
-        dtype: DType,
+        operands: DType,
+        result: DType,
         g: GemmArgs,
+        /// Element offsets (lhs, rhs, result) of each call.
+        calls: Vec<[usize; 3]>,
         lhs: usize,
         rhs: usize,
         out: usize,
@@ -360,9 +363,9 @@ impl CudaBackend {
                     }
                 }
                 Step::Library { inst, inputs, output, .. } => match pjc_host::device::cublas_of(&self.plan, step) {
-                    Some(Cublas::Gemm { dtype, args }) => {
+                    Some(Cublas::Gemm { operands, result, args, calls }) => {
                         needs_blas = true;
-                        Exec::Gemm { dtype, g: args, lhs: inputs[0], rhs: inputs[1], out: *output }
+                        Exec::Gemm { operands, result, g: args, calls, lhs: inputs[0], rhs: inputs[1], out: *output }
                     }
                     Some(Cublas::Zero) => Exec::Zero { out: *output },
                     Some(Cublas::Skip) => Exec::Skip,
@@ -477,7 +480,7 @@ impl CudaBackend {
                 // SAFETY: the buffer holds its bytes.
                 unsafe { result::memset_d8_async(self.bufs[*out].ptr, 0, self.bufs[*out].bytes, stream) }.map_err(cuda("clearing a buffer"))
             }
-            Exec::Gemm { dtype, g, lhs, rhs, out } => self.gemm(*dtype, g, *lhs, *rhs, *out),
+            Exec::Gemm { operands, result, g, calls, lhs, rhs, out } => self.gemm(*operands, *result, g, calls, *lhs, *rhs, *out),
             Exec::Collective { group, input, output, op } => {
                 let scratch = |s: usize| self.scratch[s].as_ref().map_or(0, |m| m.ptr);
                 let p = collective::Ptrs { input: self.bufs[*input].ptr, output: self.bufs[*output].ptr, scratch: [scratch(0), scratch(1)] };
@@ -490,60 +493,52 @@ impl CudaBackend {
         }
     }
 
-    fn gemm(&self, dtype: DType, g: &GemmArgs, lhs: usize, rhs: usize, out: usize) -> Result<(), RuntimeError> {
-        use cublas::sys::cublasOperation_t as Op;
+    /// The cuBLAS calls of one product step (`pjc_host::device::Cublas::Gemm`).
+    fn gemm(&self, operands: DType, result: DType, g: &GemmArgs, calls: &[[usize; 3]], lhs: usize, rhs: usize, out: usize) -> Result<(), RuntimeError> {
+        use cublas::sys::{cublasComputeType_t, cublasGemmAlgo_t, cublasOperation_t as Op, cudaDataType};
         let blas = self.blas.as_ref().ok_or_else(|| RuntimeError::Internal("a GEMM step without cuBLAS".into()))?;
         let op = |o: Operand| if o.trans { Op::CUBLAS_OP_T } else { Op::CUBLAS_OP_N };
-        let (a, b, c) = (self.bufs[rhs].ptr, self.bufs[lhs].ptr, self.bufs[out].ptr);
         let i = |x: usize| x as c_int;
         let l = |x: usize| x as i64;
-        // SAFETY: gemm_args checked the sizes and strides against the
-        // buffers' shapes; alpha and beta are host scalars read during the call.
-        let r = unsafe {
-            match dtype {
-                DType::F32 => cublas::result::sgemm_strided_batched(
-                    *blas.handle(),
-                    op(g.a),
-                    op(g.b),
-                    i(g.m),
-                    i(g.n),
-                    i(g.k),
-                    &1.0f32,
-                    a as *const f32,
-                    i(g.a.ld),
-                    l(g.stride_a),
-                    b as *const f32,
-                    i(g.b.ld),
-                    l(g.stride_b),
-                    &0.0f32,
-                    c as *mut f32,
-                    i(g.ldc),
-                    l(g.stride_c),
-                    i(g.batch),
-                ),
-                _ => cublas::result::dgemm_strided_batched(
-                    *blas.handle(),
-                    op(g.a),
-                    op(g.b),
-                    i(g.m),
-                    i(g.n),
-                    i(g.k),
-                    &1.0f64,
-                    a as *const f64,
-                    i(g.a.ld),
-                    l(g.stride_a),
-                    b as *const f64,
-                    i(g.b.ld),
-                    l(g.stride_b),
-                    &0.0f64,
-                    c as *mut f64,
-                    i(g.ldc),
-                    l(g.stride_c),
-                    i(g.batch),
-                ),
-            }
+        let (ea, ec) = (operands.size_bytes() as u64, result.size_bytes() as u64);
+        let ty = |d: DType| match d {
+            DType::BF16 => cudaDataType::CUDA_R_16BF,
+            DType::F16 => cudaDataType::CUDA_R_16F,
+            _ => cudaDataType::CUDA_R_32F,
         };
-        r.map_err(|e| RuntimeError::Env(format!("cuBLAS gemm failed: {e}")))
+        for c in calls {
+            // cuBLAS's A is our rhs, its B our lhs (the transposed product).
+            let a = self.bufs[rhs].ptr + c[1] as u64 * ea;
+            let b = self.bufs[lhs].ptr + c[0] as u64 * ea;
+            let cp = self.bufs[out].ptr + c[2] as u64 * ec;
+            // SAFETY: strided_calls and gemm_args checked the sizes, strides
+            // and offsets against the buffers' shapes; alpha and beta are host
+            // scalars read during the call.
+            let r = unsafe {
+                match (operands, result) {
+                    (DType::F32, DType::F32) => cublas::result::sgemm_strided_batched(
+                        *blas.handle(), op(g.a), op(g.b), i(g.m), i(g.n), i(g.k),
+                        &1.0f32, a as *const f32, i(g.a.ld), l(g.stride_a), b as *const f32, i(g.b.ld), l(g.stride_b),
+                        &0.0f32, cp as *mut f32, i(g.ldc), l(g.stride_c), i(g.batch),
+                    ),
+                    (DType::F64, _) => cublas::result::dgemm_strided_batched(
+                        *blas.handle(), op(g.a), op(g.b), i(g.m), i(g.n), i(g.k),
+                        &1.0f64, a as *const f64, i(g.a.ld), l(g.stride_a), b as *const f64, i(g.b.ld), l(g.stride_b),
+                        &0.0f64, cp as *mut f64, i(g.ldc), l(g.stride_c), i(g.batch),
+                    ),
+                    // bf16/f16 operands: f32 computation, alpha and beta f32.
+                    _ => cublas::result::gemm_strided_batched_ex(
+                        *blas.handle(), op(g.a), op(g.b), i(g.m), i(g.n), i(g.k),
+                        &1.0f32 as *const f32 as *const c_void, a as *const c_void, ty(operands), i(g.a.ld), l(g.stride_a),
+                        b as *const c_void, ty(operands), i(g.b.ld), l(g.stride_b),
+                        &0.0f32 as *const f32 as *const c_void, cp as *mut c_void, ty(result), i(g.ldc), l(g.stride_c), i(g.batch),
+                        cublasComputeType_t::CUBLAS_COMPUTE_32F, cublasGemmAlgo_t::CUBLAS_GEMM_DFALT,
+                    ),
+                }
+            };
+            r.map_err(|e| RuntimeError::Env(format!("cuBLAS gemm failed: {e}")))?;
+        }
+        Ok(())
     }
 
     fn free(m: DevMem) {
