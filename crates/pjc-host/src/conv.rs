@@ -174,6 +174,9 @@ fn im2col_gemm<T: crate::blas::Element + Default + Send + Sync>(g: &ConvGeometry
     // with every group's kernel columns, writing its rows of the output; blocks
     // run in parallel, one per thread.
     let block = (PATCH_BLOCK / cols.max(1)).max(16).min(rows);
+    // Taps along the innermost spatial dimension read adjacent input positions
+    // (unit dilations there) and whole feature rows (no feature groups).
+    let contiguous = n >= 1 && g.lhs_dil[n - 1] == 1 && g.rhs_dil[n - 1] == 1 && g.cin_k == g.feat;
     let task = |b0: usize, out: &mut [T], patch: &mut Vec<T>| {
         let nr = out.len() / g.cout;
         patch.resize(nr * cols, T::default());
@@ -186,6 +189,38 @@ fn im2col_gemm<T: crate::blas::Element + Default + Send + Sync>(g: &ConvGeometry
                 let mut oc = [0usize; 10];
                 for s in 0..n {
                     oc[s] = (op / out_st[s] % g.out_sp[s]) * g.k_sp[s];
+                }
+                if contiguous {
+                    // One copy per run of taps along the innermost spatial
+                    // dimension: with unit dilations and every input feature
+                    // taken, their receptive fields lie side by side.
+                    let kin = g.k_sp[n - 1];
+                    for (run, dst) in prow.chunks_mut(kin * g.cin_k).enumerate() {
+                        let kp0 = run * kin;
+                        let mut lin = 0;
+                        let mut hole = false;
+                        for s in 0..n - 1 {
+                            let p = tables[s][oc[s] + taps[kp0 * n + s]];
+                            if p == usize::MAX {
+                                hole = true;
+                                break;
+                            }
+                            lin += p * in_st[s];
+                        }
+                        let tab = &tables[n - 1][oc[n - 1]..oc[n - 1] + kin];
+                        match tab.iter().position(|&p| p != usize::MAX).filter(|_| !hole) {
+                            None => dst.fill(T::default()),
+                            Some(t0) => {
+                                let t1 = t0 + tab[t0..].iter().take_while(|&&p| p != usize::MAX).count();
+                                let c = g.cin_k;
+                                dst[..t0 * c].fill(T::default());
+                                dst[t1 * c..].fill(T::default());
+                                let src = (ib * isz + lin + tab[t0]) * g.feat;
+                                dst[t0 * c..t1 * c].copy_from_slice(&x[src..src + (t1 - t0) * c]);
+                            }
+                        }
+                    }
+                    continue;
                 }
                 for (kp, dst) in prow.chunks_mut(g.cin_k).enumerate() {
                     let mut lin = 0;
