@@ -111,7 +111,17 @@ pub struct CpuBackend<'w> {
 impl<'w> CpuBackend<'w> {
     /// Builds the collectives' communicators (collective: every rank calls it).
     pub fn new(plan: &Plan, builds: &[HostKernels], world: &'w World, mesh: &pjc_ir::Mesh, groups: &[pjc_plan::GroupTable]) -> Result<CpuBackend<'w>, RuntimeError> {
-        let lib = KernelLibrary::load(&choose_kernels(builds)?.so)?;
+        let build = choose_kernels(builds)?;
+        if let Some(best) = cpulevel::best().filter(|&b| b > build.level && std::env::var_os("PJC_CPU_LEVEL").is_none()) {
+            if world.rank() == 0 {
+                eprintln!(
+                    "pjc: note: this CPU runs {} code but the executable's best kernels for it are {} (compile it with --cpu-levels all, or on a machine like this one)",
+                    best.name(),
+                    build.level.name()
+                );
+            }
+        }
+        let lib = KernelLibrary::load(&build.so)?;
         let kernels = lib.kernels(plan)?;
         let coll = MpiCollectives::new(world, mesh, groups)?;
         let mut bufs = Buffers::alloc(plan).map_err(host)?;

@@ -105,9 +105,32 @@ fn ports(f: &pjc_ir::Function, mesh: &pjc_ir::Mesh) -> (Vec<Port>, Vec<Port>) {
     (params, results)
 }
 
+/// `--cpu-levels`: `all`, or a comma list of `v2`, `v3`, `v4` (or
+/// `x86-64-vN`) and `native` (the best level of the compiling machine;
+/// nothing below v2), most capable first, without repeats.
+pub fn parse_cpu_levels(s: &str) -> Result<Vec<CpuLevel>, Failure> {
+    let mut out = vec![];
+    for part in s.split(',').map(str::trim) {
+        let levels = match part {
+            "all" => CpuLevel::ALL.to_vec(),
+            "native" => pjc_host::cpulevel::best().into_iter().collect(),
+            p => vec![CpuLevel::parse(p).ok_or_else(|| {
+                Failure::Env(format!("--cpu-levels: '{p}' is not a CPU level (all, native, v2, v3, v4 or x86-64-v2, ...)"))
+            })?],
+        };
+        out.extend(levels);
+    }
+    out.sort_by(|a, b| b.cmp(a));
+    out.dedup();
+    if out.is_empty() {
+        return Err(Failure::Env(format!("--cpu-levels {s} names no CPU level this machine can name (its CPU is below x86-64-v2): list one, e.g. v2")));
+    }
+    Ok(out)
+}
+
 /// Stages codegen and package: compiles the planned compilation `c` into
 /// executable `out`.
-pub fn compile(c: &Compilation, out: &Path, gpu_arch: &str) -> Result<(), Failure> {
+pub fn compile(c: &Compilation, out: &Path, gpu_arch: &str, cpu_levels: &[CpuLevel]) -> Result<(), Failure> {
     let entry = c.module.funcs[c.entry].name.clone();
     let f = c.per_device_func();
     let mesh = c.per_device.as_ref().expect("per-device stage ran").mesh_or_single();
@@ -118,9 +141,9 @@ pub fn compile(c: &Compilation, out: &Path, gpu_arch: &str) -> Result<(), Failur
     let libmvec = pjc_codegen::cpu::uses_libmvec();
     let (host, ptx) = std::thread::scope(|s| {
         let plan = &plan;
-        let hosts: Vec<_> = CpuLevel::ALL
-            .into_iter()
-            .map(|level| {
+        let hosts: Vec<_> = cpu_levels
+            .iter()
+            .map(|&level| {
                 s.spawn(move || -> Result<HostKernels, Failure> {
                     let object = pjc_codegen::emit_object(plan, level).map_err(|e| Failure::Env(e.to_string()))?;
                     Ok(HostKernels { level, so: link_shared(&object, libmvec, level.name())? })

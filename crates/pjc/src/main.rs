@@ -58,6 +58,11 @@ enum Cmd {
         /// GPU architecture of the PTX (--emit ptx and executables).
         #[arg(long, default_value = "sm_90", value_name = "ARCH")]
         gpu_arch: String,
+        /// x86-64 levels the executable carries host kernels for: `all`, or a
+        /// list of v2, v3, v4, native (this machine's best). Default native,v2:
+        /// fast here and on machines like it, correct on any x86-64-v2 CPU.
+        #[arg(long, default_value = "native,v2", value_name = "LEVELS")]
+        cpu_levels: String,
         /// With --emit plan: the plan as this backend runs it, with where each
         /// step runs (cuda: generated kernels, cuBLAS, NCCL).
         #[arg(long, value_enum, default_value = "cpu", value_name = "BACKEND")]
@@ -183,7 +188,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             print!("{}", pjc_front::print_module(&c.module));
             Ok(())
         }
-        Cmd::Compile { file, output, mesh, entry, emit, gpu_arch, device } => {
+        Cmd::Compile { file, output, mesh, entry, emit, gpu_arch, device, cpu_levels } => {
+            let cpu_levels = exe::parse_cpu_levels(&cpu_levels)?;
             if device != Device::Cpu && emit != Some(Emit::Plan) {
                 return Err(Failure::Env("--device only applies to --emit plan (an executable carries both backends and picks one at run time)".into()));
             }
@@ -216,7 +222,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                             mem.donated.iter().map(|(p, r)| format!("b{p} -> b{r}")).collect::<Vec<_>>().join(", ")
                         });
                 }
-                (None, Some(out)) => exe::compile(&c, &out, &gpu_arch)?,
+                (None, Some(out)) => exe::compile(&c, &out, &gpu_arch, &cpu_levels)?,
                 (None, None) => unreachable!("checked above"),
             }
             Ok(())

@@ -473,8 +473,9 @@ fn partition_test_programs() {
     assert!(failures.is_empty(), "{} of {} runs failed:\n\n{}", failures.len(), cases.len(), failures.join("\n\n"));
 }
 
-/// An executable carries host kernels for x86-64-v2, -v3 and -v4 and loads
-/// the best one the CPU runs; `PJC_CPU_LEVEL` caps the choice. Every build
+/// An executable compiled with `--cpu-levels all` carries host kernels for
+/// x86-64-v2, -v3 and -v4 and loads the best one the CPU runs;
+/// `PJC_CPU_LEVEL` caps the choice. Every build
 /// this machine can run gives the interpreter's results (transcendental
 /// functions through libmvec's SSE, AVX2 and AVX-512 variants, reductions,
 /// bf16 rounding); a level that does not exist or that the CPU cannot run is
@@ -494,7 +495,13 @@ fn every_cpu_level_build_runs_and_agrees() {
 }
 ";
     let dir = scratch();
-    let exe = compile(&dir, "levels", src, None).unwrap();
+    std::fs::write(dir.join("levels.pir"), src).unwrap();
+    let exe = dir.join("levels.bin");
+    let o = Command::new(env!("CARGO_BIN_EXE_pjc")).arg("compile").arg(dir.join("levels.pir")).args(["--cpu-levels", "all", "-o"]).arg(&exe).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let bad = Command::new(env!("CARGO_BIN_EXE_pjc")).arg("compile").arg(dir.join("levels.pir")).args(["--cpu-levels", "v3,v7", "-o"]).arg(dir.join("bad.bin")).output().unwrap();
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(bad.status.code() == Some(2) && err.starts_with("error: --cpu-levels: 'v7' is not a CPU level") && !dir.join("bad.bin").exists(), "{err}");
     let m = pjc_front::load(src).unwrap();
     let f = &m.funcs[m.func_by_name("main").unwrap()];
     let mut seed = 11u64;
