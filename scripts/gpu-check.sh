@@ -15,7 +15,10 @@
 # runner's bytes, so the bundle stays small).
 #
 # `run` unpacks the bundle, runs every program with --device cpu and --device
-# cuda, compares, times, and writes a report (markdown) to $OUT (or ./gpu-out).
+# cuda, compares, times, measures speed against the device's limits and JAX on
+# the same GPU (scripts/gpu_perf.py: elementwise bandwidth, GEMM and
+# convolution rates, a GPT block's tokens/s and MFU), and writes a report
+# (markdown) to $OUT (or ./gpu-out).
 # Multi-rank NCCL cannot run on a one-GPU machine (NCCL refuses two ranks on one
 # GPU): collectives run over size-1 communicators only; multi-rank collectives
 # are tested on the CPU path in CI.
@@ -134,6 +137,9 @@ PIR
   "$pjc" compile "$d/prog.pir" -o "$d/prog.bin"
   python3 scripts/gpu_compare.py inputs "$BUNDLE/progs"
   cp scripts/gpu_compare.py "$BUNDLE/"
+  # Speed against the device's limits and JAX (scripts/gpu_perf.py).
+  python3 scripts/gpu_perf.py prepare --pjc "$pjc" "$BUNDLE/perf"
+  cp scripts/gpu_perf.py "$BUNDLE/"
   # OpenMPI's libraries (pjc-runner links libmpi; a one-device run never calls MPI_Init).
   ldd "$runner" | awk '/=> \// {print $3}' | grep -E 'libmpi|libopen-|libpmix|libhwloc|libevent|libprrte|libudev|libz\.' \
     | while read -r l; do cp -L "$l" "$BUNDLE/lib/"; done
@@ -202,6 +208,10 @@ run() {
   done
   echo '```' >>"$out/gpu-check.md"
   python3 scripts/gpu_compare.py pair "$work/bench_cpu.safetensors" "$work/bench_cuda.safetensors" | tee -a "$out/gpu-check.md"
+  say "speed: elementwise bandwidth, GEMM f32/bf16, a 3x3 convolution and a GPT block, pjc against JAX on this GPU"
+  # The GPU machine's Python has JAX for CUDA (JAX_PYTHON overrides).
+  timeout 1200 python3 "$b/gpu_perf.py" run "$b/perf" --device cuda --python "${JAX_PYTHON:-python3}" --out "$out/gpu-check.md" \
+    || echo "gpu_perf.py failed: exit $?"
   say "report: $out/gpu-check.md"
   cat "$out/gpu-check.md"
   exit $rc
