@@ -697,34 +697,11 @@ impl<'a> Body<'a> {
         let strides = self.attrs(inst).ints("strides")?;
         let padding = self.attrs(inst).pairs("padding")?;
         let kind = self.attrs(inst).reduce_kind()?;
-        let rank = src.rank();
-        let mut c = vec![];
-        let mut valid: Option<NodeId> = None;
-        for d in 0..rank {
-            let w = self.push(Node::Coord(rank + d), DType::I64);
-            let s = self.int(strides[d] as i128);
-            let base = self.ix(IndexOp::Mul, out[d], s);
-            let lo = self.int(padding[d].0 as i128);
-            let pos = self.ix(IndexOp::Add, base, w);
-            let pos = self.ix(IndexOp::Sub, pos, lo);
-            let ok = self.in_range(pos, src.shape[d]);
-            valid = self.and_flag(valid, ok);
-            c.push(self.clamp(pos, 0, src.shape[d] as i128 - 1));
-        }
+        let (c, valid) = self.window_position(out, &src.shape, &strides, &padding);
         let x = self.value(inst.operands[0], &c)?;
         let ct = compute_type(src.dtype);
-        let identity = match (kind, ct.is_float()) {
-            (ReduceKind::Max, true) => Node::ConstFloat(f64::NEG_INFINITY, ct),
-            (ReduceKind::Min, true) => Node::ConstFloat(f64::INFINITY, ct),
-            (ReduceKind::Max, false) => Node::ConstInt(src.dtype.int_range().map_or(0, |r| r.0), ct),
-            (ReduceKind::Min, false) => Node::ConstInt(src.dtype.int_range().map_or(0, |r| r.1), ct),
-            (_, true) => Node::ConstFloat(0.0, ct),
-            _ => Node::ConstInt(0, ct),
-        };
-        let idn = self.push(identity, ct);
-        let one = self_one(self);
-        let cond = self.push(Node::Compare { dir: CmpDir::Eq, a: valid.unwrap_or(one), b: one }, DType::Pred);
-        let v = self.push(Node::Select { cond, a: x, b: idn }, ct);
+        let idn = self.identity(kind, src.dtype);
+        let v = self.push(Node::Select { cond: valid, a: x, b: idn }, ct);
         let rshape = window.iter().map(|&w| w as u64).collect();
         Ok((v, Some(Reduction { shape: rshape, kind, acc: accumulator(src.dtype, kind) })))
     }

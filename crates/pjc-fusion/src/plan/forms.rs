@@ -238,7 +238,7 @@ impl<'a> Body<'a> {
     }
 
     /// The identity of reduction `kind` over values of dtype `d`.
-    fn identity(&mut self, kind: ReduceKind, d: DType) -> NodeId {
+    pub(super) fn identity(&mut self, kind: ReduceKind, d: DType) -> NodeId {
         let ct = compute_type(d);
         let n = match (kind, ct.is_float()) {
             (ReduceKind::Max, true) => Node::ConstFloat(f64::NEG_INFINITY, ct),
@@ -254,7 +254,7 @@ impl<'a> Body<'a> {
     /// The operand position window `out` reads at tap coordinates
     /// `out.len()..` (clamped into range), and whether it is a real element
     /// rather than padding (pred).
-    fn window_position(&mut self, out: &[NodeId], src: &[u64], strides: &[i64], padding: &[(i64, i64)]) -> (Vec<NodeId>, NodeId) {
+    pub(super) fn window_position(&mut self, out: &[NodeId], src: &[u64], strides: &[i64], padding: &[(i64, i64)]) -> (Vec<NodeId>, NodeId) {
         let rank = src.len();
         let mut c = vec![];
         let mut valid: Option<NodeId> = None;
