@@ -236,11 +236,27 @@ const PARALLEL_WORK: usize = 1 << 15;
 /// on all the threads, with the system BLAS when there is one (and its strides
 /// fit CBLAS) and the gemm crate otherwise.
 pub(crate) fn gemm_batched<T: crate::blas::Element + Default + Send + Sync>(l: &DotLayout, x: &[T], y: &[T], one: T, threads: usize, blas: Option<&crate::blas::Blas>) -> Vec<T> {
+    let mut dst = vec![T::default(); l.batches() * l.m * l.n];
+    gemm_batched_into(l, x, y, one, threads, blas, &mut dst);
+    dst
+}
+
+/// [`gemm_batched`] writing every element of `dst` (`batches·m·n` long).
+pub(crate) fn gemm_batched_into<T: crate::blas::Element + Default + Send + Sync>(
+    l: &DotLayout,
+    x: &[T],
+    y: &[T],
+    one: T,
+    threads: usize,
+    blas: Option<&crate::blas::Blas>,
+    dst: &mut [T],
+) {
     use rayon::prelude::*;
     let (m, k, n) = (l.m, l.k, l.n);
-    let mut dst = vec![T::default(); l.batches() * m * n];
+    assert_eq!(dst.len(), l.batches() * m * n, "the product's output size");
     if dst.is_empty() || k == 0 {
-        return dst; // empty sums are zero
+        dst.fill(T::default()); // empty sums are zero
+        return;
     }
     let work = m * n * k;
     // One product: the output rows `out` (whole rows of n) from the lhs rows
@@ -276,15 +292,15 @@ pub(crate) fn gemm_batched<T: crate::blas::Element + Default + Send + Sync>(l: &
     };
     let batches = l.batches();
     if threads > 1 && batches >= threads && work < 1 << 22 {
-        let body = |dst: &mut Vec<T>| {
+        let body = |dst: &mut [T]| {
             dst.par_chunks_mut(m * n).enumerate().for_each(|(i, out)| {
                 let (ox, oy) = l.offsets(i);
                 product(ox, oy, out, gemm::Parallelism::None)
             })
         };
         match pool(threads) {
-            Some(p) => p.install(|| body(&mut dst)),
-            None => body(&mut dst),
+            Some(p) => p.install(|| body(dst)),
+            None => body(dst),
         }
     } else {
         if let Some(b) = blas {
@@ -314,7 +330,52 @@ pub(crate) fn gemm_batched<T: crate::blas::Element + Default + Send + Sync>(l: &
             }
         }
     }
-    dst
+}
+
+/// Views little-endian bytes of a plan buffer as elements (`None` when the
+/// bytes are not aligned for `T` or not a whole number of elements).
+fn elements<T>(b: &[u8]) -> Option<&[T]> {
+    let size = std::mem::size_of::<T>();
+    // SAFETY: checked alignment and length; f32/f64 have no invalid bit patterns.
+    (b.as_ptr() as usize % std::mem::align_of::<T>() == 0 && b.len() % size == 0).then(|| unsafe { std::slice::from_raw_parts(b.as_ptr() as *const T, b.len() / size) })
+}
+
+fn elements_mut<T>(b: &mut [u8]) -> Option<&mut [T]> {
+    let size = std::mem::size_of::<T>();
+    // SAFETY: as for `elements`; the slice is borrowed mutably once.
+    (b.as_ptr() as usize % std::mem::align_of::<T>() == 0 && b.len() % size == 0).then(|| unsafe { std::slice::from_raw_parts_mut(b.as_mut_ptr() as *mut T, b.len() / size) })
+}
+
+/// A `dot_general` of f32 (or f64) operands and result whose operands GEMM
+/// reads in place, computed from the plan buffers' bytes straight into the
+/// result buffer's: no operand or result copies. `false` (nothing written)
+/// for every other product, which [`try_dot`] then takes.
+pub fn dot_in_place(inst: &InstData, types: [&TensorType; 3], ins: [&[u8]; 2], out: &mut [u8], threads: usize) -> bool {
+    let [a, b, o] = types;
+    if inst.op != Opcode::DotGeneral || a.dtype != b.dtype || a.dtype != o.dtype || !matches!(a.dtype, DType::F32 | DType::F64) {
+        return false;
+    }
+    let attrs = pjc_ir::Attrs::new(inst, &[a, b]);
+    let us = |n: &str| -> Option<Vec<usize>> { Some(attrs.ints(n).ok()?.iter().map(|&x| x as usize).collect()) };
+    let shape = |t: &TensorType| -> Vec<usize> { t.shape.iter().map(|&x| x as usize).collect() };
+    let Some(l) = (|| dot_layout(&shape(a), &shape(b), &us("lhs_batch")?, &us("rhs_batch")?, &us("lhs_contract")?, &us("rhs_contract")?))() else {
+        return false;
+    };
+    if l.lhs.transpose.is_some() || l.rhs.transpose.is_some() || o.num_elements() as usize != l.batches() * l.m * l.n {
+        return false;
+    }
+    let blas = crate::blas::get();
+    match a.dtype {
+        DType::F32 => match (elements::<f32>(ins[0]), elements::<f32>(ins[1]), elements_mut::<f32>(out)) {
+            (Some(x), Some(y), Some(d)) => gemm_batched_into(&l, x, y, 1.0f32, threads, blas, d),
+            _ => return false,
+        },
+        _ => match (elements::<f64>(ins[0]), elements::<f64>(ins[1]), elements_mut::<f64>(out)) {
+            (Some(x), Some(y), Some(d)) => gemm_batched_into(&l, x, y, 1.0f64, threads, blas, d),
+            _ => return false,
+        },
+    }
+    true
 }
 
 /// The batched product of integer operands: wrapping i64 multiply-adds
@@ -512,6 +573,41 @@ mod tests {
             }
         }
         assert_eq!(checked, LAYOUTS.len() * DTYPES.len() * 4);
+    }
+
+    #[test]
+    fn in_place_products_write_the_reference_result_over_stale_bytes() {
+        let mut seed = 9;
+        let mut in_place = 0;
+        for &(sa, sb, lb, rb, lc, rc) in LAYOUTS {
+            for d in [DType::F32, DType::F64] {
+                let (a, b) = (operand(d, sa, &mut seed), operand(d, sb, &mut seed));
+                let us = |v: &[i64]| v.iter().map(|&x| x as usize).collect::<Vec<_>>();
+                let want = pjc_tensor::dot_general(&a, &b, &us(lb), &us(rb), &us(lc), &us(rc), d).unwrap();
+                let ty = |t: &Tensor| TensorType::new(d, t.shape.iter().map(|&x| x as u64).collect());
+                let (ta, tb, to) = (ty(&a), ty(&b), ty(&want));
+                let (mut ba, mut bb) = (crate::HostBuf::zeroed(ta.bytes() as usize), crate::HostBuf::zeroed(tb.bytes() as usize));
+                ba.write_tensor(&a);
+                bb.write_tensor(&b);
+                // The output buffer holds the previous step's bytes.
+                let mut bo = crate::HostBuf::zeroed(to.bytes() as usize);
+                bo.bytes_mut().fill(0x7f);
+                if !dot_in_place(&dot_inst(lb, rb, lc, rc), [&ta, &tb, &to], [ba.bytes(), bb.bytes()], bo.bytes_mut(), 2) {
+                    // Only products that need a transposing copy take the copying path.
+                    let l = dot_layout(sa, sb, &us(lb), &us(rb), &us(lc), &us(rc)).unwrap();
+                    assert!(l.lhs.transpose.is_some() || l.rhs.transpose.is_some(), "{sa:?} x {sb:?} not in place");
+                    continue;
+                }
+                let got = Tensor::new(want.shape.clone(), pjc_tensor::buf_from_le_bytes(d, bo.bytes()).unwrap());
+                close(&want, &got, Tolerance::EXACT).unwrap_or_else(|e| panic!("{sa:?} x {sb:?} ({d}): {e}"));
+                in_place += 1;
+            }
+        }
+        assert!(in_place >= 20, "{in_place}");
+        // Other dtypes are not taken.
+        let t = TensorType::new(DType::BF16, vec![2, 2]);
+        let bytes = [0u8; 8];
+        assert!(!dot_in_place(&dot_inst(&[], &[], &[1], &[0]), [&t, &t, &t], [&bytes, &bytes], &mut [0u8; 8], 1));
     }
 
     #[test]

@@ -247,6 +247,23 @@ pub fn library_step(inst: &InstData, ins: &[Tensor], out_ty: &TensorType, thread
     pjc_plan::exec::library(inst, ins, out_ty).map_err(|e| HostError::Runtime(e.to_string()))
 }
 
+/// A library step computed from its buffers' bytes into its output buffer's
+/// (products GEMM reads in place: `gemm::dot_in_place`); `false` when the
+/// step needs the copying path.
+fn library_in_place(plan: &Plan, inst: &InstData, inputs: &[usize], output: usize, bufs: &mut Buffers, threads: usize) -> bool {
+    if inst.op != Opcode::DotGeneral || inputs.len() != 2 || inputs.contains(&output) {
+        return false;
+    }
+    let ty = |b: usize| &plan.buffers[b].ty;
+    let types = [ty(inputs[0]), ty(inputs[1]), ty(output)];
+    // The output is a buffer of its own (the planner gives every library step
+    // a fresh one), so it can be borrowed mutably beside the inputs.
+    let mut out = std::mem::replace(&mut bufs.data[output], HostBuf::zeroed(0));
+    let done = gemm::dot_in_place(inst, types, [bufs.data[inputs[0]].bytes(), bufs.data[inputs[1]].bytes()], out.bytes_mut(), threads);
+    bufs.data[output] = out;
+    done
+}
+
 /// One step as it ran, for traces.
 #[derive(Clone, Debug)]
 pub struct StepEvent {
@@ -290,6 +307,7 @@ pub fn run_steps(
                 let work = k.reduce.as_ref().map_or(1, |r| r.shape.iter().product::<u64>());
                 run_kernel_threads(f, &ptrs, k.num_elements(), work, threads);
             }
+            Step::Library { inst, inputs, output, .. } if library_in_place(plan, inst, inputs, *output, bufs, threads) => {}
             Step::Library { inst, inputs, output, .. } => {
                 let ins: Vec<Tensor> = inputs.iter().map(|&b| bufs.tensor(plan, b)).collect();
                 let out = library_step(inst, &ins, &plan.buffers[*output].ty, threads)?;
