@@ -79,6 +79,28 @@ fn device_forms_match_the_interpreter() {
         ],
         &mut failures,
     );
+    // Operands whose free dimensions lie on both sides of a contracting one:
+    // copied by a transpose kernel into GEMM order first (both sides, and with
+    // batch dimensions), f32 and bf16.
+    let src = "func @main(%p: f32[4,3,5], %r: f32[6,3,2], %q: bf16[2,4,3,5], %s: bf16[2,3,6]) -> (w: f32[4,5,6,2], z: f32[2,4,5,6]) {
+  %w = dot_general %p, %r {lhs_contract=[1], rhs_contract=[1]} : f32[4,5,6,2]
+  %z = dot_general %q, %s {lhs_batch=[0], rhs_batch=[0], lhs_contract=[2], rhs_contract=[1]} : f32[2,4,5,6]
+  return %w, %z
+}";
+    let (_, plan) = common::program(src);
+    let copies = plan.kernels().filter(|k| k.name.ends_with("_lhs_t") || k.name.ends_with("_rhs_t")).count();
+    assert_eq!(copies, 3, "{plan}");
+    check(
+        "dot_transposed_operands",
+        src,
+        &[
+            floats(DType::F32, &[4, 3, 5], 21, false),
+            floats(DType::F32, &[6, 3, 2], 22, false),
+            floats(DType::BF16, &[2, 4, 3, 5], 23, false),
+            floats(DType::BF16, &[2, 3, 6], 24, false),
+        ],
+        &mut failures,
+    );
     // Convolutions in NCHW/OIHW and a grouped, dilated, strided f64 one.
     check(
         "conv_layouts",

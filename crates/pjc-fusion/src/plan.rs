@@ -163,10 +163,13 @@ pub fn plan(f: &Function) -> Result<Plan, Unplannable> {
                 p.steps.push(Step::Collective { inst: inst.detached(), input, output });
             }
             Fusion::Library => {
-                let inputs = inst.operands.iter().map(|o| p.buffer_of[o]).collect();
+                // Products read their operands in place: one that GEMM cannot
+                // read with strides is first copied into (batch, rows, columns)
+                // order by a kernel, and the product's dimensions follow.
+                let (lib, inputs) = p.library_operands(inst).map_err(located)?;
                 let output = p.new_buffer(v, BufferKind::Temp);
                 let device = p.device_kernel(inst, output).map_err(located)?;
-                p.steps.push(Step::Library { inst: inst.detached(), inputs, output, device });
+                p.steps.push(Step::Library { inst: lib, inputs, output, device });
             }
             Fusion::MultiKernel => p.multi_kernel(inst).map_err(located)?,
             Fusion::Loop | Fusion::ReductionRoot => {

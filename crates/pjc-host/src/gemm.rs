@@ -8,7 +8,7 @@
 //! view the CUDA backend hands to cuBLAS ([`matmul_view`]: its one-call case).
 
 use pjc_ir::{DType, InstData, Opcode, TensorType};
-use pjc_tensor::{Buf, Tensor};
+use pjc_tensor::{collapse, Buf, Tensor};
 use std::borrow::Cow;
 
 fn strides(shape: &[usize]) -> Vec<usize> {
@@ -135,20 +135,6 @@ pub struct DotLayout {
     pub n: usize,
     pub lhs: GemmOperand,
     pub rhs: GemmOperand,
-}
-
-/// `(size, stride)` of dimensions `group` of a row-major array taken as one
-/// dimension, when they are one strided dimension in place: each one's
-/// stride is the next one's times its size (size-1 dimensions do not count).
-fn collapse(shape: &[usize], strides: &[usize], group: &[usize]) -> Option<(usize, usize)> {
-    let size = group.iter().map(|&d| shape[d]).product();
-    let real: Vec<usize> = group.iter().copied().filter(|&d| shape[d] != 1).collect();
-    for w in real.windows(2) {
-        if strides[w[0]] != strides[w[1]] * shape[w[1]] {
-            return None;
-        }
-    }
-    Some((size, real.last().map_or(0, |&d| strides[d])))
 }
 
 /// One operand: batch dims `batch`, matrix rows `rows` and columns `cols`

@@ -109,7 +109,9 @@ impl fmt::Display for Plan {
                 Step::Library { inst, inputs, output, device } => {
                     let ins = inputs.iter().map(|b| format!("b{b}")).collect::<Vec<_>>().join(", ");
                     let dev = device.as_ref().map_or(String::new(), |k| format!("  device kernel {}", k.name));
-                    writeln!(f, "  library {} ({ins}) -> (b{output}){dev}", inst.op)?
+                    let attrs: Vec<String> = inst.attrs.iter().map(|a| format!("{}={}", a.name, attr_text(&a.value))).collect();
+                    let attrs = if attrs.is_empty() { String::new() } else { format!(" {{{}}}", attrs.join(", ")) };
+                    writeln!(f, "  library {}{attrs} ({ins}) -> (b{output}){dev}", inst.op)?
                 }
                 Step::Collective { inst, input, output } => {
                     let attrs: Vec<String> = inst
@@ -130,6 +132,8 @@ fn attr_text(v: &AttrValue) -> String {
     match v {
         AttrValue::Int(i) => i.to_string(),
         AttrValue::Ident(s) => s.clone(),
+        AttrValue::Str(s) => format!("{s:?}"),
+        AttrValue::Bool(b) => b.to_string(),
         AttrValue::List(l) => format!("[{}]", l.iter().map(attr_text).collect::<Vec<_>>().join(",")),
         other => format!("{other:?}"),
     }

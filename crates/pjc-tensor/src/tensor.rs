@@ -215,6 +215,22 @@ pub fn strides(shape: &[usize]) -> Vec<usize> {
     s
 }
 
+/// `(size, stride)` of dimensions `group` of an array with `shape` and
+/// `strides` taken as one dimension, when they are one strided dimension in
+/// place: each one's stride is the next one's times its size (size-1
+/// dimensions do not count). How products decide whether GEMM reads an
+/// operand's rows or columns in place.
+pub fn collapse(shape: &[usize], strides: &[usize], group: &[usize]) -> Option<(usize, usize)> {
+    let size = group.iter().map(|&d| shape[d]).product();
+    let real: Vec<usize> = group.iter().copied().filter(|&d| shape[d] != 1).collect();
+    for w in real.windows(2) {
+        if strides[w[0]] != strides[w[1]] * shape[w[1]] {
+            return None;
+        }
+    }
+    Some((size, real.last().map_or(0, |&d| strides[d])))
+}
+
 /// Elements widened to one computation type per dtype class: floats as f64,
 /// integers as i128, pred as bool. Kernels compute on lanes and narrow back with
 /// [`Buf::from_lanes`], which rounds or wraps exactly once.

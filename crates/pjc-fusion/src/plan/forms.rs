@@ -50,6 +50,58 @@ impl<'a> Planner<'a> {
         Ok(Some(k))
     }
 
+    /// A library step's instruction and input buffers. A `dot_general`
+    /// operand whose free dimensions or contracting dimensions do not lie as
+    /// one strided dimension (GEMM reads a matrix with one row and one column
+    /// stride) is first copied by a transpose kernel into (batch, free,
+    /// contracting) order for the lhs, (batch, contracting, free) for the rhs,
+    /// and the step's dimension numbers name the copy's dimensions; the result
+    /// is unchanged (batch, lhs free, rhs free, each in order). So every f32,
+    /// f64, bf16 and f16 product runs as strided GEMM in place on the CPU and
+    /// through cuBLAS on GPUs.
+    pub(super) fn library_operands(&mut self, inst: &InstData) -> Result<(InstData, Vec<usize>), PlanError> {
+        let mut inputs: Vec<usize> = inst.operands.iter().map(|o| self.buffer_of[o]).collect();
+        let mut lib = inst.detached();
+        if inst.op != Opcode::DotGeneral {
+            return Ok((lib, inputs));
+        }
+        let v = inst.results[0];
+        let a = self.attrs_of(inst);
+        let (lb, rb, lc, rc) = (a.indices("lhs_batch")?, a.indices("rhs_batch")?, a.indices("lhs_contract")?, a.indices("rhs_contract")?);
+        let mut names = [("lhs_batch", lb.clone()), ("rhs_batch", rb.clone()), ("lhs_contract", lc.clone()), ("rhs_contract", rc.clone())];
+        for (side, batch, contract) in [(0usize, &lb, &lc), (1, &rb, &rc)] {
+            let x = inst.operands[side];
+            let t = self.ty_of(x);
+            let shape: Vec<usize> = t.shape.iter().map(|&d| d as usize).collect();
+            let free: Vec<usize> = (0..shape.len()).filter(|d| !batch.contains(d) && !contract.contains(d)).collect();
+            let (rows, cols) = if side == 0 { (&free, contract) } else { (contract, &free) };
+            let st = pjc_tensor::strides(&shape);
+            if pjc_tensor::collapse(&shape, &st, rows).is_some() && pjc_tensor::collapse(&shape, &st, cols).is_some() {
+                continue;
+            }
+            let perm: Vec<usize> = batch.iter().chain(rows.iter()).chain(cols.iter()).copied().collect();
+            let pty = TensorType::new(t.dtype, perm.iter().map(|&d| t.shape[d]).collect());
+            let what = if side == 0 { "lhs_t" } else { "rhs_t" };
+            inputs[side] = self.stage(v, what, pty, |b, c| {
+                let mut ic = vec![0; perm.len()];
+                for (i, &d) in perm.iter().enumerate() {
+                    ic[d] = c[i];
+                }
+                Ok((b.value(x, &ic)?, None))
+            })?;
+            let (nb, nr, nc) = (batch.len(), rows.len(), cols.len());
+            names[side].1 = (0..nb).collect();
+            names[2 + side].1 = if side == 0 { (nb + nr..nb + nr + nc).collect() } else { (nb..nb + nr).collect() };
+        }
+        lib.attrs.retain(|at| !names.iter().any(|(n, _)| at.name == *n));
+        for (n, dims) in names {
+            if !dims.is_empty() {
+                lib.set_attr(n, pjc_ir::AttrValue::int_list(&dims.iter().map(|&d| d as i64).collect::<Vec<_>>()));
+            }
+        }
+        Ok((lib, inputs))
+    }
+
     /// Pushes the kernels of a `Fusion::MultiKernel` op.
     pub(super) fn multi_kernel(&mut self, inst: &InstData) -> Result<(), PlanError> {
         match inst.op {
