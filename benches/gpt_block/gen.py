@@ -3,7 +3,8 @@
 
     python3 benches/gpt_block/gen.py DIR [--batch 8 --seq 256 --d-model 512 --heads 8 --ff 2048]
 
-writes DIR/block.pir (one device, or --mesh data=D,model=M with Megatron shardings) and
+writes DIR/block.pir (one device; --mesh data=D,model=M with Megatron shardings; or
+--mesh data=D: the batch split, the weights replicated) and
 DIR/inputs.safetensors (fixed-seed f32 values; standard library only, no numpy).
 
 The block is pre-norm attention and an MLP, written the way jax2pir exports
@@ -24,7 +25,9 @@ from pathlib import Path
 def pir(b, s, d, h, f, mesh):
     hd = d // h
     split = mesh is not None
-    on = (lambda spec: f" on [{spec}]") if split else (lambda spec: "")
+    # Without a `model` axis (data parallelism only) the weights are replicated.
+    model = split and "model=" in mesh
+    on = (lambda spec: f" on [{spec if model else spec.replace('model', '_')}]") if split else (lambda spec: "")
     lines = []
     if split:
         lines.append(f"mesh [{mesh}]")
@@ -109,7 +112,7 @@ def main():
     ap.add_argument("--d-model", type=int, default=512)
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--ff", type=int, default=2048)
-    ap.add_argument("--mesh", default=None, help="e.g. data=2,model=2 (Megatron shardings)")
+    ap.add_argument("--mesh", default=None, help="e.g. data=2,model=2 (Megatron shardings) or data=2")
     a = ap.parse_args()
     b, s, d, h, f = a.batch, a.seq, a.d_model, a.heads, a.ff
     mesh = ", ".join(a.mesh.split(",")) if a.mesh else None
