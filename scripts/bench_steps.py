@@ -161,7 +161,8 @@ def plan_steps(plan, program=""):
     dims = lambda t: [int(x) for x in re.findall(r"\d+", t.split("[", 1)[1])] if "[" in t else []
     out, backward = [], False
     for line in plan.splitlines():
-        m = re.match(r"  library (\w+) \(([^)]*)\) -> \(([^)]*)\)", line)
+        # (`--emit plan` may print the step's attributes, `{dims="...", ...}`, after its op.)
+        m = re.match(r"  library (\w+)(?: \{.*?\})? \(([^)]*)\) -> \(([^)]*)\)", line)
         if m:
             op, ins, outs = m.group(1), ty(m.group(2)), ty(m.group(3))
             desc = f"{op} {' x '.join(ins)} -> {', '.join(outs)}"
