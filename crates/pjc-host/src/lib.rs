@@ -20,6 +20,7 @@ pub mod conv;
 pub mod cpulevel;
 pub mod device;
 pub mod gemm;
+pub mod scatter;
 
 use pjc_plan::{BufferKind, Plan, Step};
 use pjc_ir::{DType, InstData, Opcode, TensorType};
@@ -236,12 +237,16 @@ impl StepHooks for SingleDevice {
 }
 
 /// Runs a library step on host tensors: every `dot_general` and float
-/// `convolution` as GEMM, the rest with the reference kernels.
+/// `convolution` as GEMM, `scatter_add` of f32, f64, i32 and i64 in place
+/// ([`scatter`]), the rest with the reference kernels.
 pub fn library_step(inst: &InstData, ins: &[Tensor], out_ty: &TensorType, threads: usize) -> Result<Tensor, HostError> {
     if let Some(t) = gemm::try_dot(inst, ins, out_ty, threads) {
         return Ok(t);
     }
     if let Some(t) = conv::try_conv(inst, ins, out_ty, threads, blas::get()) {
+        return Ok(t);
+    }
+    if let Some(t) = scatter::try_scatter_add(inst, ins, out_ty) {
         return Ok(t);
     }
     pjc_plan::exec::library(inst, ins, out_ty).map_err(|e| HostError::Runtime(e.to_string()))
