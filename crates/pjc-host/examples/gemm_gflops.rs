@@ -84,4 +84,22 @@ fn main() {
         }
         println!("| {name} | {threads} | {:.1} | {:.1} |", best * 1e3, flops / best / 1e9);
     }
+    // The kernel gradient of ResNet's 1x1 256->64 convolution at [8,56,56],
+    // written as JAX writes it: the activations with the batch as features,
+    // the output gradient as the kernel, a whole-input window.
+    let (x, k) = (tensor(DType::F32, &[8, 56, 56, 256]), tensor(DType::F32, &[8, 56, 56, 64]));
+    let mut i = InstData::new(Opcode::Convolution);
+    i.set_attr("dims", AttrValue::Str("f01b_i01o->01bf".into()));
+    let out = TensorType::new(DType::F32, vec![1, 1, 256, 64]);
+    let flops = 2.0 * 256.0 * 64.0 * (8 * 56 * 56) as f64;
+    let ins = [x, k];
+    let blas = pjc_host::blas::get();
+    pjc_host::conv::try_conv(&i, &ins, &out, threads, blas).expect("on the GEMM path");
+    let mut best = f64::MAX;
+    for _ in 0..3 {
+        let t = Instant::now();
+        std::hint::black_box(pjc_host::conv::try_conv(&i, &ins, &out, threads, blas));
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    println!("| conv 1x1 256->64 kernel gradient [8,56,56] | {threads} | {:.1} | {:.1} |", best * 1e3, flops / best / 1e9);
 }

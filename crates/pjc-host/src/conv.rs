@@ -58,6 +58,21 @@ pub fn try_conv(inst: &InstData, ins: &[Tensor], out: &TensorType, threads: usiz
     if g.out_shape.iter().zip(&out.shape).any(|(&a, &b)| a as u64 != b) || g.out_shape.len() != out.shape.len() {
         return None;
     }
+    // A window that is the whole input, read once (the kernel gradient of a
+    // 1x1 convolution: output spatial size 1, no padding or dilation, no
+    // groups) is a product contracting every input position and feature with
+    // the kernel's: GEMM reads both operands in place, with no canonical copies.
+    let whole = g.out_sp.iter().all(|&o| o == 1)
+        && g.k_sp == g.in_sp
+        && g.lhs_dil.iter().all(|&d| d == 1)
+        && g.rhs_dil.iter().all(|&d| d == 1)
+        && g.padding.iter().all(|&p| p == (0, 0))
+        && g.fgc * g.bgc == 1;
+    if whole {
+        if let Some(t) = whole_window(&dims, &g, ins, out, threads, blas) {
+            return Some(t);
+        }
+    }
     // Canonical layouts.
     let mut px = vec![dims.input_batch];
     px.extend(&dims.input_spatial);
@@ -97,6 +112,32 @@ pub fn try_conv(inst: &InstData, ins: &[Tensor], out: &TensorType, threads: usiz
         Some(result)
     } else {
         pjc_tensor::convert(&result, out.dtype).ok()
+    }
+}
+
+/// [`try_conv`] of a whole-input window as `dot_general`: the result
+/// [output batch, output feature] in the output's label order (its spatial
+/// dimensions have size 1), or `None` when GEMM would need copies anyway.
+fn whole_window(dims: &pjc_tensor::ConvDims, g: &ConvGeometry, ins: &[Tensor], out: &TensorType, threads: usize, blas: Option<&crate::blas::Blas>) -> Option<Tensor> {
+    let mut lc = vec![dims.input_feature];
+    lc.extend(&dims.input_spatial);
+    let mut rc = vec![dims.kernel_input_feature];
+    rc.extend(&dims.kernel_spatial);
+    let l = crate::gemm::dot_layout(&ins[0].shape, &ins[1].shape, &[], &[], &lc, &rc)?;
+    if l.lhs.transpose.is_some() || l.rhs.transpose.is_some() {
+        return None;
+    }
+    let mut dot = InstData::new(Opcode::DotGeneral);
+    let ints = |v: &[usize]| pjc_ir::AttrValue::int_list(&v.iter().map(|&d| d as i64).collect::<Vec<_>>());
+    dot.set_attr("lhs_contract", ints(&lc));
+    dot.set_attr("rhs_contract", ints(&rc));
+    let r = crate::gemm::dot_with(&dot, ins, &TensorType::new(out.dtype, vec![g.out_batch as u64, g.cout as u64]), threads, blas)?;
+    let shape: Vec<usize> = out.shape.iter().map(|&d| d as usize).collect();
+    if dims.output_batch < dims.output_feature {
+        Some(Tensor::new(shape, r.data))
+    } else {
+        let t = pjc_tensor::transpose(&r, &[1, 0]).ok()?;
+        Some(Tensor::new(shape, t.data))
     }
 }
 
@@ -332,6 +373,9 @@ mod tests {
         Case { fgc: 2, ..c("b01f_01io->b01f", &[2, 4, 4, 6], &[1, 1, 3, 4]) },                       // 1x1 grouped
         Case { bgc: 2, ..c("f01b_i01o->01bf", &[3, 4, 4, 4], &[3, 1, 1, 2]) },                       // 1x1 batch groups
         Case { strides: &[2, 2], ..c("b01f_01io->b01f", &[2, 5, 5, 3], &[1, 1, 3, 2]) },             // 1x1 strided: patch
+        c("f01b_i01o->01bf", &[3, 5, 5, 4], &[3, 5, 5, 2]),                                         // 1x1 kernel gradient: whole window
+        Case { bgc: 2, ..c("f01b_i01o->01bf", &[3, 5, 5, 4], &[3, 5, 5, 2]) },                       // ... with batch groups
+        Case { strides: &[2, 2], ..c("f01b_i01o->01bf", &[3, 4, 4, 4], &[3, 4, 4, 2]) },             // ... strides do not matter
         c("b01f_01io->b01f", &[2, 30, 30, 64], &[3, 3, 64, 8]),                                     // several row blocks, in parallel
         Case { fgc: 2, padding: &[(1, 1), (1, 1)], ..c("b01f_01io->b01f", &[2, 30, 30, 64], &[3, 3, 32, 8]) }, // grouped, several blocks
     ];
