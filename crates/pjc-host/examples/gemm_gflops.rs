@@ -102,4 +102,20 @@ fn main() {
         best = best.min(t.elapsed().as_secs_f64());
     }
     println!("| conv 1x1 256->64 kernel gradient [8,56,56] | {threads} | {:.1} | {:.1} |", best * 1e3, flops / best / 1e9);
+    // And of the 3x3 64->64 one (SAME padding): canonical copies and a patch matrix.
+    let (x, k) = (tensor(DType::F32, &[8, 56, 56, 64]), tensor(DType::F32, &[8, 56, 56, 64]));
+    let mut i = InstData::new(Opcode::Convolution);
+    i.set_attr("dims", AttrValue::Str("f01b_i01o->01bf".into()));
+    i.set_attr("padding", AttrValue::List(vec![AttrValue::int_list(&[1, 1]); 2]));
+    let out = TensorType::new(DType::F32, vec![3, 3, 64, 64]);
+    let flops = 2.0 * 9.0 * 64.0 * 64.0 * (8 * 56 * 56) as f64;
+    let ins = [x, k];
+    pjc_host::conv::try_conv(&i, &ins, &out, threads, blas).expect("on the GEMM path");
+    let mut best = f64::MAX;
+    for _ in 0..3 {
+        let t = Instant::now();
+        std::hint::black_box(pjc_host::conv::try_conv(&i, &ins, &out, threads, blas));
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    println!("| conv 3x3 64->64 kernel gradient [8,56,56] | {threads} | {:.1} | {:.1} |", best * 1e3, flops / best / 1e9);
 }

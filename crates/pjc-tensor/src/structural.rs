@@ -375,6 +375,11 @@ mod tests {
             (vec![1, 7, 1], vec![2, 0, 1]),
             (vec![3, 0, 2], vec![2, 1, 0]),
             (vec![], vec![]),
+            // Larger than the tiles, with partial tiles at the edges.
+            (vec![37, 21], vec![1, 0]),
+            (vec![3, 19, 18, 35], vec![3, 1, 2, 0]),
+            (vec![5, 33, 17], vec![0, 2, 1]),
+            (vec![2, 17, 3, 40], vec![0, 3, 2, 1]),
         ] {
             let n: usize = shape.iter().product();
             let a = Tensor::new(shape.clone(), Buf::I64((0..n as i64).map(|x| x * 7 - 3).collect()));

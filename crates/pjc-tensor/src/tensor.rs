@@ -129,9 +129,65 @@ impl Buf {
 }
 
 /// `src` (row-major, `shape`) with its dimensions permuted (`perm[i]`: the
-/// source dimension of result dimension `i`): one pass over the result in
-/// order, the innermost dimension a strided read.
+/// source dimension of result dimension `i`). When the innermost dimension
+/// stays innermost, one pass over the result in order; otherwise the two
+/// dimensions that trade places (the result's innermost and the source's) are
+/// copied in square tiles, so that reads and writes both stay within a few
+/// cache lines (a strided read per element misses the cache on every one).
 fn permute<T: Copy>(src: &[T], shape: &[usize], perm: &[usize]) -> Vec<T> {
+    const TILE: usize = 16;
+    let rank = perm.len();
+    let n: usize = shape.iter().product();
+    if n == 0 || rank < 2 || perm[rank - 1] == rank - 1 {
+        return permute_rows(src, shape, perm);
+    }
+    let st = strides(shape);
+    let oshape: Vec<usize> = perm.iter().map(|&d| shape[d]).collect();
+    let ost: Vec<usize> = perm.iter().map(|&d| st[d]).collect();
+    let dst_st = strides(&oshape);
+    // Result dimension q is the source's innermost (source stride 1).
+    let q = perm.iter().position(|&d| d == rank - 1).expect("a permutation");
+    let (nq, nl) = (oshape[q], oshape[rank - 1]);
+    let (sl, dq) = (ost[rank - 1], dst_st[q]);
+    let others: Vec<usize> = (0..rank - 1).filter(|&d| d != q).collect();
+    let mut out = vec![src[0]; n];
+    let mut idx = vec![0usize; others.len()];
+    let (mut sbase, mut dbase) = (0usize, 0usize);
+    loop {
+        for i0 in (0..nq).step_by(TILE) {
+            for j0 in (0..nl).step_by(TILE) {
+                for i in i0..(i0 + TILE).min(nq) {
+                    let (s, d) = (sbase + i, dbase + i * dq);
+                    for j in j0..(j0 + TILE).min(nl) {
+                        out[d + j] = src[s + j * sl];
+                    }
+                }
+            }
+        }
+        // Next index of the other dimensions (an odometer).
+        let mut k = others.len();
+        loop {
+            if k == 0 {
+                return out;
+            }
+            k -= 1;
+            let d = others[k];
+            idx[k] += 1;
+            sbase += ost[d];
+            dbase += dst_st[d];
+            if idx[k] < oshape[d] {
+                break;
+            }
+            sbase -= ost[d] * oshape[d];
+            dbase -= dst_st[d] * oshape[d];
+            idx[k] = 0;
+        }
+    }
+}
+
+/// [`permute`] when the innermost dimension stays innermost (or for rank < 2):
+/// the result in order, one contiguous row of the source at a time.
+fn permute_rows<T: Copy>(src: &[T], shape: &[usize], perm: &[usize]) -> Vec<T> {
     let st = strides(shape);
     let rank = perm.len();
     let n: usize = shape.iter().product();
