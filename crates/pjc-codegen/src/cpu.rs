@@ -222,7 +222,9 @@ pub fn build_kernel<'ctx>(
         ptrs[..k.inputs.len()].to_vec(),
         ptrs[k.inputs.len()..].to_vec(),
     );
-    if k.reduce.is_some() {
+    if k.reduce.is_some() && column_reduction(k) {
+        column_reduction_body(&lw);
+    } else if k.reduce.is_some() {
         reduction_body(&lw);
     } else {
         elementwise_body(&lw);
@@ -324,6 +326,143 @@ fn reduction_body<'ctx>(lw: &Lower<'_, 'ctx>) {
             lw.store_result(j, o, a, compute_type(r.acc));
         }
     });
+}
+
+/// Output points a column reduction computes together (one accumulator each).
+const COLUMN_BLOCK: u32 = 64;
+
+/// `node` as a sum of coordinate terms `coeff * Coord(c)` plus a constant,
+/// when it is one (index arithmetic of adds, subtractions and products with
+/// constants); `None` otherwise.
+fn linear_terms(k: &Kernel, node: usize) -> Option<Vec<(usize, i128)>> {
+    use pjc_plan::kernel::{IndexOp, Node};
+    let mut out: Vec<(usize, i128)> = vec![];
+    let mut add = |c: usize, x: i128, out: &mut Vec<(usize, i128)>| match out.iter_mut().find(|(d, _)| *d == c) {
+        Some(e) => e.1 += x,
+        None => out.push((c, x)),
+    };
+    fn walk(k: &Kernel, n: usize, scale: i128, out: &mut Vec<(usize, i128)>, add: &mut dyn FnMut(usize, i128, &mut Vec<(usize, i128)>), depth: usize) -> Option<()> {
+        if depth > 64 {
+            return None;
+        }
+        match &k.nodes[n] {
+            Node::Coord(c) => add(*c, scale, out),
+            Node::ConstInt(..) => {}
+            Node::Index { op: IndexOp::Add, a, b } => {
+                walk(k, *a, scale, out, add, depth + 1)?;
+                walk(k, *b, scale, out, add, depth + 1)?;
+            }
+            Node::Index { op: IndexOp::Sub, a, b } => {
+                walk(k, *a, scale, out, add, depth + 1)?;
+                walk(k, *b, -scale, out, add, depth + 1)?;
+            }
+            Node::Index { op: IndexOp::Mul, a, b } => match (&k.nodes[*a], &k.nodes[*b]) {
+                (_, Node::ConstInt(c, _)) => walk(k, *a, scale * c, out, add, depth + 1)?,
+                (Node::ConstInt(c, _), _) => walk(k, *b, scale * c, out, add, depth + 1)?,
+                _ => return None,
+            },
+            _ => return None,
+        }
+        Some(())
+    }
+    walk(k, node, 1, &mut out, &mut add, 0)?;
+    Some(out)
+}
+
+/// Whether reduction kernel `k` is a column reduction: its loads step by one
+/// element along the innermost output dimension and none steps by one along
+/// the innermost reduced dimension (a reduction over leading dimensions, such
+/// as batch-norm statistics over [batch, height, width] per channel). Point by
+/// point, each output would then stride through memory; computed a block of
+/// adjacent outputs at a time, every load is contiguous across the block.
+fn column_reduction(k: &Kernel) -> bool {
+    use pjc_plan::kernel::Node;
+    let Some(r) = &k.reduce else { return false };
+    let rank = k.shape.len();
+    if rank == 0 || k.shape[rank - 1] < 4 {
+        return false;
+    }
+    let Some(inner_red) = (0..r.shape.len()).rev().find(|&d| r.shape[d] > 1).map(|d| rank + d) else { return false };
+    let (mut along_out, mut along_red) = (false, false);
+    for n in &k.nodes {
+        if let Node::Load { index, .. } = n {
+            match linear_terms(k, *index) {
+                Some(t) => {
+                    along_out |= t.iter().any(|&(c, x)| c == rank - 1 && x == 1);
+                    along_red |= t.iter().any(|&(c, x)| c == inner_red && x.abs() == 1);
+                }
+                None => return false,
+            }
+        }
+    }
+    along_out && !along_red
+}
+
+/// A column reduction ([`column_reduction`]): blocks of up to
+/// [`COLUMN_BLOCK`] adjacent output points of one row, each block reducing
+/// over the whole reduction space with one accumulator per point in the
+/// innermost loop. Every point combines its values in the same order as
+/// [`reduction_body`], so the results are bitwise the same.
+fn column_reduction_body<'ctx>(lw: &Lower<'_, 'ctx>) {
+    let k = lw.kernel;
+    let r = k.reduce.as_ref().unwrap();
+    let (begin, end, _) = lw.target.point_range(lw, lw.num_points());
+    let rank = k.shape.len();
+    let inner = rank - 1;
+    let len = lw.ci64(k.shape[inner] as i64);
+    let acc_ty = reg_type(lw.cx, r.acc);
+    let arr_ty = inkwell::types::BasicType::array_type(&acc_ty, COLUMN_BLOCK);
+    let accs: Vec<_> = (0..k.results.len()).map(|j| lw.entry_alloca(arr_ty.into(), &format!("accs{j}"))).collect();
+    let slot = |j: usize, at: IntValue<'ctx>| unsafe { lw.b.build_in_bounds_gep(arr_ty, accs[j], &[lw.ci64(0), at], "").unwrap() };
+    let b = lw.b;
+    let pre = b.get_insert_block().unwrap();
+    let head = lw.cx.append_basic_block(lw.func, "blk.head");
+    let body = lw.cx.append_basic_block(lw.func, "blk.body");
+    let exit = lw.cx.append_basic_block(lw.func, "blk.exit");
+    b.build_unconditional_branch(head).unwrap();
+    b.position_at_end(head);
+    let phi = b.build_phi(lw.i64(), "o").unwrap();
+    let i = phi.as_basic_value().into_int_value();
+    let more = b.build_int_compare(IntPredicate::SLT, i, end, "").unwrap();
+    b.build_conditional_branch(more, body, exit).unwrap();
+    b.position_at_end(body);
+    // The block: points i .. i+n of one row (same outer coordinates).
+    let row = b.build_int_unsigned_div(i, len, "row").unwrap();
+    let c0 = b.build_int_unsigned_rem(i, len, "c0").unwrap();
+    let smin = |x: IntValue<'ctx>, y: IntValue<'ctx>| lw.intrinsic("llvm.smin", &[lw.i64().into()], &[x.into(), y.into()]).into_int_value();
+    let n = smin(smin(lw.isub(len, c0), lw.isub(end, i)), lw.ci64(COLUMN_BLOCK as i64));
+    let mut prefix = lw.delinearize(row, &k.shape[..inner]);
+    prefix.push(lw.ci64(0));
+    lw.for_loop("j0", lw.ci64(0), n, lw.ci64(1), |j| {
+        for a in 0..k.results.len() {
+            b.build_store(slot(a, j), lw.identity(r.kind, r.acc)).unwrap();
+        }
+    });
+    nest(lw, &r.shape, 0, &mut prefix.clone(), &|coords| {
+        lw.for_loop("j", lw.ci64(0), n, lw.ci64(1), |j| {
+            let mut c = coords.to_vec();
+            c[inner] = lw.iadd(c0, j);
+            let vals = lw.eval(&c);
+            for (a, &res) in k.results.iter().enumerate() {
+                let x = lw.to_acc(vals[res].unwrap(), res, r.acc);
+                let p = slot(a, j);
+                let old = b.build_load(acc_ty, p, "").unwrap();
+                let v = lw.combine(r.kind, r.acc, old, x);
+                b.build_store(p, v).unwrap();
+            }
+        });
+    });
+    lw.for_loop("j1", lw.ci64(0), n, lw.ci64(1), |j| {
+        for a in 0..k.results.len() {
+            let v = b.build_load(acc_ty, slot(a, j), "").unwrap();
+            lw.store_result(a, lw.iadd(i, j), v, compute_type(r.acc));
+        }
+    });
+    let next = lw.iadd(i, n);
+    let latch = b.get_insert_block().unwrap();
+    b.build_unconditional_branch(head).unwrap();
+    phi.add_incoming(&[(&begin, pre), (&next, latch)]);
+    b.position_at_end(exit);
 }
 
 /// Nested loops over the reduced dimensions `dims[d..]` (size-1 dims get
@@ -549,4 +688,53 @@ fn host_error(e: pjc_host::HostError) -> CodegenError {
 /// GEMM or the reference library for library steps, identity collectives.
 pub fn execute_plan_jit(plan: &Plan, args: &[Tensor]) -> Result<Vec<Tensor>, CodegenError> {
     JitPlan::compile(plan)?.run(args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(src: &str) -> Plan {
+        let m = pjc_front::load(src).unwrap_or_else(|e| panic!("{e:?}"));
+        pjc_fusion::plan(&m.funcs[m.func_by_name("main").unwrap()]).unwrap()
+    }
+
+    /// Reductions over leading dimensions take the blocked column loop; row
+    /// reductions, and kernels whose loads are not affine, keep one point at
+    /// a time. Both give the same bits: each point combines in the same order.
+    #[test]
+    fn column_reductions_are_recognised_and_agree_with_the_point_loop() {
+        let cols = plan("func @main(%x: f32[5,6,67]) -> (s: f32[67], m: f32[6,67]) {
+  %s = reduce %x {dims=[0,1], kind=sum} : f32[67]
+  %m = reduce %x {dims=[0], kind=max} : f32[6,67]
+  return %s, %m
+}");
+        assert!(cols.kernels().all(column_reduction), "{cols}");
+        let rows = plan("func @main(%x: f32[5,67]) -> (s: f32[5]) {
+  %s = reduce %x {dims=[1], kind=sum} : f32[5]
+  return %s
+}");
+        assert!(!rows.kernels().any(column_reduction), "{rows}");
+        // Values whose f32 sums depend on the order: the column loop must give
+        // exactly what a point-at-a-time f32 sum in row-major order gives.
+        let n = 5 * 6 * 67;
+        let v: Vec<f32> = (0..n).map(|i| ((i * 7919 % 1000) as f32 - 500.0) * 1.37e-3 + (i % 3) as f32 * 1e4).collect();
+        let x = Tensor::new(vec![5, 6, 67], pjc_tensor::Buf::F32(v.clone()));
+        let got = execute_plan_jit(&cols, &[x]).unwrap();
+        let pjc_tensor::Buf::F32(s) = &got[0].data else { panic!() };
+        let pjc_tensor::Buf::F32(m) = &got[1].data else { panic!() };
+        for c in 0..67 {
+            let mut acc = 0.0f32;
+            for r in 0..30 {
+                acc += v[r * 67 + c];
+            }
+            assert_eq!(s[c].to_bits(), acc.to_bits(), "sum column {c}");
+        }
+        for j in 0..6 {
+            for c in 0..67 {
+                let want = (0..5).map(|i| v[(i * 6 + j) * 67 + c]).fold(f32::NEG_INFINITY, f32::max);
+                assert_eq!(m[j * 67 + c], want, "max ({j}, {c})");
+            }
+        }
+    }
 }
