@@ -572,19 +572,32 @@ mod tests {
                 let want = pjc_tensor::dot_general(&a, &b, &us(lb), &us(rb), &us(lc), &us(rc), d).unwrap();
                 let ty = |t: &Tensor| TensorType::new(d, t.shape.iter().map(|&x| x as u64).collect());
                 let (ta, tb, to) = (ty(&a), ty(&b), ty(&want));
-                let (mut ba, mut bb) = (crate::HostBuf::zeroed(ta.bytes() as usize), crate::HostBuf::zeroed(tb.bytes() as usize));
-                ba.write_tensor(&a);
-                bb.write_tensor(&b);
+                // 8-byte aligned bytes, as plan buffers are.
+                let aligned = |t: &Tensor| -> Vec<u64> {
+                    let b = pjc_tensor::buf_le_bytes(&t.data);
+                    let mut w = vec![0u64; b.len().div_ceil(8)];
+                    for (i, &x) in b.iter().enumerate() {
+                        w[i / 8] |= (x as u64) << (8 * (i % 8));
+                    }
+                    w
+                };
+                let bytes = |w: &[u64], n: u64| -> Vec<u8> { w.iter().flat_map(|x| x.to_le_bytes()).take(n as usize).collect() };
+                let (wa, wb) = (aligned(&a), aligned(&b));
+                // SAFETY: the words hold at least the tensors' bytes.
+                let (ba, bb) = unsafe {
+                    (std::slice::from_raw_parts(wa.as_ptr() as *const u8, ta.bytes() as usize), std::slice::from_raw_parts(wb.as_ptr() as *const u8, tb.bytes() as usize))
+                };
                 // The output buffer holds the previous step's bytes.
-                let mut bo = crate::HostBuf::zeroed(to.bytes() as usize);
-                bo.bytes_mut().fill(0x7f);
-                if !dot_in_place(&dot_inst(lb, rb, lc, rc), [&ta, &tb, &to], [ba.bytes(), bb.bytes()], bo.bytes_mut(), 2) {
+                let mut wo = vec![0x7f7f_7f7f_7f7f_7f7fu64; (to.bytes() as usize).div_ceil(8)];
+                // SAFETY: as above.
+                let bo = unsafe { std::slice::from_raw_parts_mut(wo.as_mut_ptr() as *mut u8, to.bytes() as usize) };
+                if !dot_in_place(&dot_inst(lb, rb, lc, rc), [&ta, &tb, &to], [ba, bb], bo, 2) {
                     // Only products that need a transposing copy take the copying path.
                     let l = dot_layout(sa, sb, &us(lb), &us(rb), &us(lc), &us(rc)).unwrap();
                     assert!(l.lhs.transpose.is_some() || l.rhs.transpose.is_some(), "{sa:?} x {sb:?} not in place");
                     continue;
                 }
-                let got = Tensor::new(want.shape.clone(), pjc_tensor::buf_from_le_bytes(d, bo.bytes()).unwrap());
+                let got = Tensor::new(want.shape.clone(), pjc_tensor::buf_from_le_bytes(d, &bytes(&wo, to.bytes())).unwrap());
                 close(&want, &got, Tolerance::EXACT).unwrap_or_else(|e| panic!("{sa:?} x {sb:?} ({d}): {e}"));
                 in_place += 1;
             }
