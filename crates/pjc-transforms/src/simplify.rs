@@ -81,6 +81,54 @@ enum Rewrite {
     Splat(Number),
     /// Its operands and attributes change (same op, same result type).
     Operands(Vec<Value>, Vec<(String, AttrValue)>),
+    /// It becomes another instruction with these operands and attributes
+    /// (same result type).
+    Inst(Opcode, Vec<Value>, Vec<(String, AttrValue)>),
+}
+
+/// `transpose(dot_general(a, b))` whose permutation swaps the lhs-free and
+/// rhs-free groups of the product (batch dimensions first and in place) is
+/// `dot_general(b, a)` with the roles swapped, when the product has no other
+/// use and no sharding constraint: the result comes out in the transposed
+/// order, with the same sums of the same products (exact), and no transposing
+/// kernel reads it strided (the gradient of `x @ w` read as `w`'s layout).
+fn swapped_product(f: &Function, d: &InstData, uses: &HashMap<Value, usize>) -> Option<Rewrite> {
+    let g = d.operands[0];
+    let dot = def_inst(f, g).filter(|i| i.op == Opcode::DotGeneral)?;
+    if uses.get(&g).copied().unwrap_or(0) != 1 || f.values[g].sharding.is_some() {
+        return None;
+    }
+    let perm = ints_attr(d, "perm")?;
+    let get = |n: &str| ints_attr(dot, n).unwrap_or_default();
+    let (lb, rb, lc, rc) = (get("lhs_batch"), get("rhs_batch"), get("lhs_contract"), get("rhs_contract"));
+    let (ra, rbk) = (f.values[dot.operands[0]].ty.rank() as i64, f.values[dot.operands[1]].ty.rank() as i64);
+    let nb = lb.len() as i64;
+    let (na, nf) = (ra - nb - lc.len() as i64, rbk - nb - rc.len() as i64);
+    let want: Vec<i64> = (0..nb).chain(nb + na..nb + na + nf).chain(nb..nb + na).collect();
+    if perm != want || na == 0 || nf == 0 {
+        return None;
+    }
+    let mut attrs = vec![];
+    for (n, v) in [("lhs_batch", rb), ("rhs_batch", lb), ("lhs_contract", rc), ("rhs_contract", lc)] {
+        if !v.is_empty() {
+            attrs.push((n.to_string(), AttrValue::int_list(&v)));
+        }
+    }
+    Some(Rewrite::Inst(Opcode::DotGeneral, vec![dot.operands[1], dot.operands[0]], attrs))
+}
+
+/// How many times each value is used (by instructions and `return`).
+fn use_counts(f: &Function) -> HashMap<Value, usize> {
+    let mut n: HashMap<Value, usize> = HashMap::new();
+    for &i in &f.body {
+        for &v in &f.insts[i].operands {
+            *n.entry(v).or_default() += 1;
+        }
+    }
+    for &v in &f.ret {
+        *n.entry(v).or_default() += 1;
+    }
+    n
 }
 
 fn ints_attr(d: &InstData, name: &str) -> Option<Vec<i64>> {
@@ -100,7 +148,7 @@ fn convert_number(n: Number, to: DType) -> Option<Number> {
     }
 }
 
-fn rewrite(f: &Function, d: &InstData) -> Option<Rewrite> {
+fn rewrite(f: &Function, d: &InstData, uses: &HashMap<Value, usize>) -> Option<Rewrite> {
     use Opcode::*;
     if d.results.len() != 1 {
         return None;
@@ -148,6 +196,7 @@ fn rewrite(f: &Function, d: &InstData) -> Option<Rewrite> {
             Some(inner) if inner.op == Reshape => Some(Rewrite::Operands(vec![inner.operands[0]], vec![])),
             _ => None,
         },
+        Transpose if def_inst(f, ops[0]).is_some_and(|i| i.op == DotGeneral) => swapped_product(f, d, uses),
         Transpose => {
             let inner = def_inst(f, ops[0]).filter(|i| i.op == Transpose)?;
             let p1 = ints_attr(inner, "perm")?;
@@ -215,6 +264,7 @@ fn fold(f: &mut Function) -> bool {
     let mut changed = false;
     let mut rep: HashMap<Value, Value> = HashMap::new();
     let body = f.body.clone();
+    let uses = use_counts(f);
     for i in body {
         // Operands first, so rewrites see through earlier ones.
         let resolve = |mut v: Value| {
@@ -227,7 +277,7 @@ fn fold(f: &mut Function) -> bool {
         if ops != f.insts[i].operands {
             f.insts[i].operands = ops;
         }
-        let Some(rw) = rewrite(f, &f.insts[i]) else { continue };
+        let Some(rw) = rewrite(f, &f.insts[i], &uses) else { continue };
         let r = f.insts[i].results[0];
         match rw {
             Rewrite::Value(v) if v != r && may_replace(f, r, v) => {
@@ -252,6 +302,18 @@ fn fold(f: &mut Function) -> bool {
                 for (n, v) in attrs {
                     d.set_attr(&n, v);
                 }
+                changed = true;
+            }
+            Rewrite::Inst(op, ops, attrs) => {
+                let d = &mut f.insts[i];
+                d.op = op;
+                d.operand_spans = vec![pjc_ir::Span::NONE; ops.len()];
+                d.operands = ops;
+                d.attrs.clear();
+                for (n, v) in attrs {
+                    d.set_attr(&n, v);
+                }
+                d.types_written = true;
                 changed = true;
             }
         }
@@ -430,6 +492,44 @@ mod tests {
         function(&mut h);
         assert_eq!(h, before);
         let _ = g;
+    }
+
+    #[test]
+    fn a_transposed_product_is_the_product_with_its_operands_swapped() {
+        // The weight gradient of y = x @ w read in w's layout: one product,
+        // operands swapped, equal to the interpreter's transpose exactly.
+        let src = "func @f(%x: f32[4,3], %dy: f32[4,5], %a: f32[2,6,3], %b: f32[2,3,7]) -> (f32[5,3], f32[2,7,6]) {
+  %g = dot_general %x, %dy {lhs_contract=[0], rhs_contract=[0]} : f32[3,5]
+  %t = transpose %g {perm=[1,0]}
+  %h = dot_general %a, %b {lhs_batch=[0], rhs_batch=[0], lhs_contract=[2], rhs_contract=[1]} : f32[2,6,7]
+  %u = transpose %h {perm=[0,2,1]}
+  return %t, %u
+}
+";
+        let text = simplified(src);
+        assert!(!text.contains("transpose"), "{text}");
+        assert!(text.contains("dot_general %dy, %x {lhs_contract=[0], rhs_contract=[0]} : f32[5,3]"), "{text}");
+        assert!(text.contains("dot_general %b, %a {lhs_batch=[0], rhs_batch=[0], lhs_contract=[1], rhs_contract=[2]} : f32[2,7,6]"), "{text}");
+        let (m0, m1) = (pjc_front::load(src).unwrap(), pjc_front::load(&text).unwrap());
+        let args: Vec<pjc_tensor::Tensor> = [vec![4usize, 3], vec![4, 5], vec![2, 6, 3], vec![2, 3, 7]]
+            .iter()
+            .enumerate()
+            .map(|(k, sh)| {
+                let n: usize = sh.iter().product();
+                pjc_tensor::Tensor::new(sh.clone(), pjc_tensor::Buf::F32((0..n).map(|i| ((i * 37 + k * 11) % 23) as f32 * 0.173 - 1.9).collect()))
+            })
+            .collect();
+        let e0 = pjc_interp::eval(&m0, m0.func_by_name("f").unwrap(), args.clone()).unwrap();
+        let e1 = pjc_interp::eval(&m1, m1.func_by_name("f").unwrap(), args).unwrap();
+        assert_eq!(e0, e1);
+        // A product with another use, or another permutation, stays.
+        let kept = simplified("func @f(%x: f32[4,3], %dy: f32[4,5]) -> (f32[5,3], f32[3,5]) {
+  %g = dot_general %x, %dy {lhs_contract=[0], rhs_contract=[0]} : f32[3,5]
+  %t = transpose %g {perm=[1,0]}
+  return %t, %g
+}
+");
+        assert!(kept.contains("transpose"), "{kept}");
     }
 
     fn simplified(src: &str) -> String {
