@@ -251,7 +251,34 @@ fn elementwise_body<'ctx>(lw: &Lower<'_, 'ctx>) {
         lw.for_loop("i", begin, end, lw.ci64(1), |i| store_all(&zeros, i));
         return;
     };
-    let len = lw.ci64(k.shape[inner] as i64);
+    row_runs(lw, begin, end, k.shape[inner], None, |i, row, c0, n| {
+        let mut coords = vec![lw.ci64(0); rank];
+        let outer = lw.delinearize(row, &k.shape[..inner]);
+        coords[..inner].copy_from_slice(&outer);
+        let row_base = lw.isub(i, c0);
+        let stop = lw.iadd(c0, n);
+        lw.for_loop("j", c0, stop, lw.ci64(1), |j| {
+            let mut c = coords.clone();
+            c[inner] = j;
+            let lin = lw.iadd(row_base, j);
+            store_all(&c, lin);
+        });
+    });
+}
+
+/// Walks the output points `[begin, end)` in runs that stay within one row
+/// of a dimension of `len` points (and, with `max`, hold at most that many):
+/// `f(i, row, c0, n)` gets a run's first point, its row, its first
+/// coordinate in the row and its length.
+fn row_runs<'ctx>(
+    lw: &Lower<'_, 'ctx>,
+    begin: IntValue<'ctx>,
+    end: IntValue<'ctx>,
+    len: u64,
+    max: Option<u32>,
+    f: impl FnOnce(IntValue<'ctx>, IntValue<'ctx>, IntValue<'ctx>, IntValue<'ctx>),
+) {
+    let len = lw.ci64(len as i64);
     let b = lw.b;
     let pre = b.get_insert_block().unwrap();
     let head = lw.cx.append_basic_block(lw.func, "row.head");
@@ -267,26 +294,12 @@ fn elementwise_body<'ctx>(lw: &Lower<'_, 'ctx>) {
     // Row of point i, its first coordinate in the row, and the points left.
     let row = b.build_int_unsigned_div(i, len, "row").unwrap();
     let c0 = b.build_int_unsigned_rem(i, len, "c0").unwrap();
-    let row_left = lw.isub(len, c0);
-    let left = lw.isub(end, i);
-    let n = lw
-        .intrinsic(
-            "llvm.smin",
-            &[lw.i64().into()],
-            &[row_left.into(), left.into()],
-        )
-        .into_int_value();
-    let mut coords = vec![lw.ci64(0); rank];
-    let outer = lw.delinearize(row, &k.shape[..inner]);
-    coords[..inner].copy_from_slice(&outer);
-    let row_base = lw.isub(i, c0);
-    let stop = lw.iadd(c0, n);
-    lw.for_loop("j", c0, stop, lw.ci64(1), |j| {
-        let mut c = coords.clone();
-        c[inner] = j;
-        let lin = lw.iadd(row_base, j);
-        store_all(&c, lin);
-    });
+    let smin = |x: IntValue<'ctx>, y: IntValue<'ctx>| lw.intrinsic("llvm.smin", &[lw.i64().into()], &[x.into(), y.into()]).into_int_value();
+    let mut n = smin(lw.isub(len, c0), lw.isub(end, i));
+    if let Some(m) = max {
+        n = smin(n, lw.ci64(m as i64));
+    }
+    f(i, row, c0, n);
     let next = lw.iadd(i, n);
     let latch = b.get_insert_block().unwrap();
     b.build_unconditional_branch(head).unwrap();
@@ -409,60 +422,41 @@ fn column_reduction_body<'ctx>(lw: &Lower<'_, 'ctx>) {
     let (begin, end, _) = lw.target.point_range(lw, lw.num_points());
     let rank = k.shape.len();
     let inner = rank - 1;
-    let len = lw.ci64(k.shape[inner] as i64);
     let acc_ty = reg_type(lw.cx, r.acc);
     let arr_ty = inkwell::types::BasicType::array_type(&acc_ty, COLUMN_BLOCK);
     let accs: Vec<_> = (0..k.results.len()).map(|j| lw.entry_alloca(arr_ty.into(), &format!("accs{j}"))).collect();
     let slot = |j: usize, at: IntValue<'ctx>| unsafe { lw.b.build_in_bounds_gep(arr_ty, accs[j], &[lw.ci64(0), at], "").unwrap() };
     let b = lw.b;
-    let pre = b.get_insert_block().unwrap();
-    let head = lw.cx.append_basic_block(lw.func, "blk.head");
-    let body = lw.cx.append_basic_block(lw.func, "blk.body");
-    let exit = lw.cx.append_basic_block(lw.func, "blk.exit");
-    b.build_unconditional_branch(head).unwrap();
-    b.position_at_end(head);
-    let phi = b.build_phi(lw.i64(), "o").unwrap();
-    let i = phi.as_basic_value().into_int_value();
-    let more = b.build_int_compare(IntPredicate::SLT, i, end, "").unwrap();
-    b.build_conditional_branch(more, body, exit).unwrap();
-    b.position_at_end(body);
-    // The block: points i .. i+n of one row (same outer coordinates).
-    let row = b.build_int_unsigned_div(i, len, "row").unwrap();
-    let c0 = b.build_int_unsigned_rem(i, len, "c0").unwrap();
-    let smin = |x: IntValue<'ctx>, y: IntValue<'ctx>| lw.intrinsic("llvm.smin", &[lw.i64().into()], &[x.into(), y.into()]).into_int_value();
-    let n = smin(smin(lw.isub(len, c0), lw.isub(end, i)), lw.ci64(COLUMN_BLOCK as i64));
-    let mut prefix = lw.delinearize(row, &k.shape[..inner]);
-    prefix.push(lw.ci64(0));
-    lw.for_loop("j0", lw.ci64(0), n, lw.ci64(1), |j| {
-        for a in 0..k.results.len() {
-            b.build_store(slot(a, j), lw.identity(r.kind, r.acc)).unwrap();
-        }
-    });
-    nest(lw, &r.shape, 0, &mut prefix.clone(), &|coords| {
-        lw.for_loop("j", lw.ci64(0), n, lw.ci64(1), |j| {
-            let mut c = coords.to_vec();
-            c[inner] = lw.iadd(c0, j);
-            let vals = lw.eval(&c);
-            for (a, &res) in k.results.iter().enumerate() {
-                let x = lw.to_acc(vals[res].unwrap(), res, r.acc);
-                let p = slot(a, j);
-                let old = b.build_load(acc_ty, p, "").unwrap();
-                let v = lw.combine(r.kind, r.acc, old, x);
-                b.build_store(p, v).unwrap();
+    // Blocks of points i .. i+n of one row (same outer coordinates).
+    row_runs(lw, begin, end, k.shape[inner], Some(COLUMN_BLOCK), |i, row, c0, n| {
+        let mut prefix = lw.delinearize(row, &k.shape[..inner]);
+        prefix.push(lw.ci64(0));
+        lw.for_loop("j0", lw.ci64(0), n, lw.ci64(1), |j| {
+            for a in 0..k.results.len() {
+                b.build_store(slot(a, j), lw.identity(r.kind, r.acc)).unwrap();
+            }
+        });
+        nest(lw, &r.shape, 0, &mut prefix.clone(), &|coords| {
+            lw.for_loop("j", lw.ci64(0), n, lw.ci64(1), |j| {
+                let mut c = coords.to_vec();
+                c[inner] = lw.iadd(c0, j);
+                let vals = lw.eval(&c);
+                for (a, &res) in k.results.iter().enumerate() {
+                    let x = lw.to_acc(vals[res].unwrap(), res, r.acc);
+                    let p = slot(a, j);
+                    let old = b.build_load(acc_ty, p, "").unwrap();
+                    let v = lw.combine(r.kind, r.acc, old, x);
+                    b.build_store(p, v).unwrap();
+                }
+            });
+        });
+        lw.for_loop("j1", lw.ci64(0), n, lw.ci64(1), |j| {
+            for a in 0..k.results.len() {
+                let v = b.build_load(acc_ty, slot(a, j), "").unwrap();
+                lw.store_result(a, lw.iadd(i, j), v, compute_type(r.acc));
             }
         });
     });
-    lw.for_loop("j1", lw.ci64(0), n, lw.ci64(1), |j| {
-        for a in 0..k.results.len() {
-            let v = b.build_load(acc_ty, slot(a, j), "").unwrap();
-            lw.store_result(a, lw.iadd(i, j), v, compute_type(r.acc));
-        }
-    });
-    let next = lw.iadd(i, n);
-    let latch = b.get_insert_block().unwrap();
-    b.build_unconditional_branch(head).unwrap();
-    phi.add_incoming(&[(&begin, pre), (&next, latch)]);
-    b.position_at_end(exit);
 }
 
 /// Nested loops over the reduced dimensions `dims[d..]` (size-1 dims get

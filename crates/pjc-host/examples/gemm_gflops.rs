@@ -57,22 +57,27 @@ fn main() {
         }
         println!("| {name} | {threads} | {:.1} | {:.1} |", best * 1e3, flops / best / 1e9);
     }
-    // Convolutions of ResNet-50's shapes (NHWC), forward.
-    let convs: Vec<(&str, Vec<usize>, Vec<usize>, i64, i64)> = vec![
-        ("conv 3x3 64->64 [8,56,56]", vec![8, 56, 56, 64], vec![3, 3, 64, 64], 1, 1),
-        ("conv 1x1 256->64 [8,56,56]", vec![8, 56, 56, 256], vec![1, 1, 256, 64], 1, 0),
-        ("conv 7x7/2 3->64 [8,224,224]", vec![8, 224, 224, 3], vec![7, 7, 3, 64], 2, 3),
+    // Convolutions of ResNet-50's shapes: forward (NHWC), and kernel
+    // gradients written as JAX writes them (the activations with the batch as
+    // features, the output gradient as the kernel).
+    let convs: Vec<(&str, Vec<usize>, Vec<usize>, &str, i64, i64, Vec<usize>)> = vec![
+        ("conv 3x3 64->64 [8,56,56]", vec![8, 56, 56, 64], vec![3, 3, 64, 64], "b01f_01io->b01f", 1, 1, vec![8, 56, 56, 64]),
+        ("conv 1x1 256->64 [8,56,56]", vec![8, 56, 56, 256], vec![1, 1, 256, 64], "b01f_01io->b01f", 1, 0, vec![8, 56, 56, 64]),
+        ("conv 7x7/2 3->64 [8,224,224]", vec![8, 224, 224, 3], vec![7, 7, 3, 64], "b01f_01io->b01f", 2, 3, vec![8, 112, 112, 64]),
+        ("conv 1x1 256->64 kernel gradient [8,56,56]", vec![8, 56, 56, 256], vec![8, 56, 56, 64], "f01b_i01o->01bf", 1, 0, vec![1, 1, 256, 64]),
+        ("conv 3x3 64->64 kernel gradient [8,56,56]", vec![8, 56, 56, 64], vec![8, 56, 56, 64], "f01b_i01o->01bf", 1, 1, vec![3, 3, 64, 64]),
     ];
-    for (name, xs, ks, stride, pad) in convs {
+    for (name, xs, ks, dims, stride, pad, so) in convs {
         let (x, k) = (tensor(DType::F32, &xs), tensor(DType::F32, &ks));
         let mut i = InstData::new(Opcode::Convolution);
-        i.set_attr("dims", AttrValue::Str("b01f_01io->b01f".into()));
+        i.set_attr("dims", AttrValue::Str(dims.into()));
         i.set_attr("window_strides", AttrValue::int_list(&[stride, stride]));
         i.set_attr("padding", AttrValue::List(vec![AttrValue::int_list(&[pad, pad]); 2]));
-        let o = |s: usize, kk: usize| (s + 2 * pad as usize - kk) / stride as usize + 1;
-        let so = [xs[0], o(xs[1], ks[0]), o(xs[2], ks[1]), ks[3]];
         let out = TensorType::new(DType::F32, so.iter().map(|&x| x as u64).collect());
-        let flops = 2.0 * so.iter().product::<usize>() as f64 * (ks[0] * ks[1] * ks[2]) as f64;
+        // Output elements times the multiply-adds of each: the kernel's taps
+        // and input features (forward), or every input position (gradients).
+        let per_out = if dims.starts_with('f') { xs[0] * xs[1] * xs[2] } else { ks[0] * ks[1] * ks[2] };
+        let flops = 2.0 * so.iter().product::<usize>() as f64 * per_out as f64;
         let ins = [x, k];
         let blas = pjc_host::blas::get();
         pjc_host::conv::try_conv(&i, &ins, &out, threads, blas).expect("on the GEMM path");
@@ -84,38 +89,4 @@ fn main() {
         }
         println!("| {name} | {threads} | {:.1} | {:.1} |", best * 1e3, flops / best / 1e9);
     }
-    // The kernel gradient of ResNet's 1x1 256->64 convolution at [8,56,56],
-    // written as JAX writes it: the activations with the batch as features,
-    // the output gradient as the kernel, a whole-input window.
-    let (x, k) = (tensor(DType::F32, &[8, 56, 56, 256]), tensor(DType::F32, &[8, 56, 56, 64]));
-    let mut i = InstData::new(Opcode::Convolution);
-    i.set_attr("dims", AttrValue::Str("f01b_i01o->01bf".into()));
-    let out = TensorType::new(DType::F32, vec![1, 1, 256, 64]);
-    let flops = 2.0 * 256.0 * 64.0 * (8 * 56 * 56) as f64;
-    let ins = [x, k];
-    let blas = pjc_host::blas::get();
-    pjc_host::conv::try_conv(&i, &ins, &out, threads, blas).expect("on the GEMM path");
-    let mut best = f64::MAX;
-    for _ in 0..3 {
-        let t = Instant::now();
-        std::hint::black_box(pjc_host::conv::try_conv(&i, &ins, &out, threads, blas));
-        best = best.min(t.elapsed().as_secs_f64());
-    }
-    println!("| conv 1x1 256->64 kernel gradient [8,56,56] | {threads} | {:.1} | {:.1} |", best * 1e3, flops / best / 1e9);
-    // And of the 3x3 64->64 one (SAME padding): canonical copies and a patch matrix.
-    let (x, k) = (tensor(DType::F32, &[8, 56, 56, 64]), tensor(DType::F32, &[8, 56, 56, 64]));
-    let mut i = InstData::new(Opcode::Convolution);
-    i.set_attr("dims", AttrValue::Str("f01b_i01o->01bf".into()));
-    i.set_attr("padding", AttrValue::List(vec![AttrValue::int_list(&[1, 1]); 2]));
-    let out = TensorType::new(DType::F32, vec![3, 3, 64, 64]);
-    let flops = 2.0 * 9.0 * 64.0 * 64.0 * (8 * 56 * 56) as f64;
-    let ins = [x, k];
-    pjc_host::conv::try_conv(&i, &ins, &out, threads, blas).expect("on the GEMM path");
-    let mut best = f64::MAX;
-    for _ in 0..3 {
-        let t = Instant::now();
-        std::hint::black_box(pjc_host::conv::try_conv(&i, &ins, &out, threads, blas));
-        best = best.min(t.elapsed().as_secs_f64());
-    }
-    println!("| conv 3x3 64->64 kernel gradient [8,56,56] | {threads} | {:.1} | {:.1} |", best * 1e3, flops / best / 1e9);
 }
