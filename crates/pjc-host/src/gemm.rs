@@ -301,7 +301,47 @@ pub(crate) fn gemm_batched_into<T: crate::blas::Element + Default + Send + Sync>
             if done {
                 continue;
             }
-            if threads > 1 && work >= PARALLEL_WORK && m >= 2 * 64 {
+            if threads > 1 && work >= PARALLEL_WORK && n >= 2 * 64 && m < n && m <= 512 {
+                // Few rows and many columns (a batch of activations times a
+                // large weight): column blocks in parallel, so that each call
+                // packs only its share of the rhs instead of all of it.
+                let cb = (n / (threads * 2)).max(64).next_multiple_of(16);
+                let blocks = n.div_ceil(cb);
+                let dst = out.as_mut_ptr() as usize;
+                let body = |bi: usize| {
+                    let (j0, w) = (bi * cb, cb.min(n - bi * cb));
+                    // SAFETY: blocks write disjoint column ranges [j0, j0 + w)
+                    // of the m x n output; the operands' strides are the
+                    // layout's, offsets inside them as for `product`.
+                    unsafe {
+                        gemm::gemm(
+                            m,
+                            w,
+                            k,
+                            (dst as *mut T).add(j0),
+                            1,
+                            n as isize,
+                            false,
+                            x.as_ptr().add(ox),
+                            l.lhs.cs as isize,
+                            l.lhs.rs as isize,
+                            y.as_ptr().add(oy + j0 * l.rhs.cs),
+                            l.rhs.cs as isize,
+                            l.rhs.rs as isize,
+                            T::default(),
+                            one,
+                            false,
+                            false,
+                            false,
+                            gemm::Parallelism::None,
+                        );
+                    }
+                };
+                match pool(threads) {
+                    Some(p) => p.install(|| (0..blocks).into_par_iter().for_each(body)),
+                    None => (0..blocks).for_each(body),
+                }
+            } else if threads > 1 && work >= PARALLEL_WORK && m >= 2 * 64 {
                 // Row blocks in parallel, one single-threaded call each: the
                 // gemm crate's kernels run best this way (docs/executable.md).
                 let mb = (m / (threads * 4)).max(64);
@@ -519,6 +559,8 @@ mod tests {
         (&[3], &[4], &[], &[], &[], &[]),                                 // outer product
         (&[0, 3], &[3, 4], &[], &[], &[1], &[0]),                         // empty result
         (&[2, 0], &[0, 3], &[], &[], &[1], &[0]),                         // empty sums
+        (&[40, 64], &[64, 300], &[], &[], &[1], &[0]),                    // few rows, many columns: column blocks
+        (&[40, 64], &[300, 64], &[], &[], &[1], &[1]),                    // ... with the rhs transposed
     ];
     /// (operand dtype, result dtype)
     const DTYPES: &[(DType, DType)] = &[
