@@ -245,37 +245,37 @@ pub(crate) fn gemm_batched_into<T: crate::blas::Element + Default + Send + Sync>
         return;
     }
     let work = m * n * k;
-    // One product: the output rows `out` (whole rows of n) from the lhs rows
-    // starting at element `ox` and the rhs at element `oy`.
-    let product = |ox: usize, oy: usize, out: &mut [T], par: gemm::Parallelism| {
-        let rows = out.len() / n;
-        // SAFETY: every index the strides reach is inside x, y and out: the
-        // layout was computed from these operands' shapes, and callers pass
-        // offsets of whole batches and row blocks of it.
-        unsafe {
-            gemm::gemm(
-                rows,
-                n,
-                k,
-                out.as_mut_ptr(),
-                1,
-                n as isize,
-                false,
-                x.as_ptr().add(ox),
-                l.lhs.cs as isize,
-                l.lhs.rs as isize,
-                y.as_ptr().add(oy),
-                l.rhs.cs as isize,
-                l.rhs.rs as isize,
-                T::default(),
-                one,
-                false,
-                false,
-                false,
-                par,
-            );
-        }
+    // `rows` x `cols` of the output at `dst` (row stride n) from the lhs rows
+    // starting at element `ox` and the rhs columns starting at element `oy`.
+    // SAFETY (callers): every index the strides reach is inside x, y and the
+    // output: the layout was computed from these operands' shapes, callers
+    // pass offsets of whole batches, row blocks or column blocks of it, and
+    // concurrent calls write disjoint parts of the output.
+    let block = |rows: usize, cols: usize, dst: *mut T, ox: usize, oy: usize, par: gemm::Parallelism| unsafe {
+        gemm::gemm(
+            rows,
+            cols,
+            k,
+            dst,
+            1,
+            n as isize,
+            false,
+            x.as_ptr().add(ox),
+            l.lhs.cs as isize,
+            l.lhs.rs as isize,
+            y.as_ptr().add(oy),
+            l.rhs.cs as isize,
+            l.rhs.rs as isize,
+            T::default(),
+            one,
+            false,
+            false,
+            false,
+            par,
+        )
     };
+    // One product: the output rows `out` (whole rows of n).
+    let product = |ox: usize, oy: usize, out: &mut [T], par: gemm::Parallelism| block(out.len() / n, n, out.as_mut_ptr(), ox, oy, par);
     let batches = l.batches();
     if threads > 1 && batches >= threads && work < 1 << 22 {
         let body = |dst: &mut [T]| {
@@ -310,32 +310,8 @@ pub(crate) fn gemm_batched_into<T: crate::blas::Element + Default + Send + Sync>
                 let dst = out.as_mut_ptr() as usize;
                 let body = |bi: usize| {
                     let (j0, w) = (bi * cb, cb.min(n - bi * cb));
-                    // SAFETY: blocks write disjoint column ranges [j0, j0 + w)
-                    // of the m x n output; the operands' strides are the
-                    // layout's, offsets inside them as for `product`.
-                    unsafe {
-                        gemm::gemm(
-                            m,
-                            w,
-                            k,
-                            (dst as *mut T).add(j0),
-                            1,
-                            n as isize,
-                            false,
-                            x.as_ptr().add(ox),
-                            l.lhs.cs as isize,
-                            l.lhs.rs as isize,
-                            y.as_ptr().add(oy + j0 * l.rhs.cs),
-                            l.rhs.cs as isize,
-                            l.rhs.rs as isize,
-                            T::default(),
-                            one,
-                            false,
-                            false,
-                            false,
-                            gemm::Parallelism::None,
-                        );
-                    }
+                    // Blocks write disjoint column ranges [j0, j0 + w).
+                    block(m, w, (dst as *mut T).wrapping_add(j0), ox, oy + j0 * l.rhs.cs, gemm::Parallelism::None)
                 };
                 match pool(threads) {
                     Some(p) => p.install(|| (0..blocks).into_par_iter().for_each(body)),
