@@ -5,7 +5,7 @@
 //! or after one transposing copy; batch dimensions may lie anywhere. Floats go
 //! through the `gemm` crate (f32, or f64 when an operand or the result is f64);
 //! integers through a wrapping i64 product. [`strided_calls`] is the narrower
-//! view the CUDA backend hands to cuBLAS ([`matmul_view`]: its one-call case).
+//! view the CUDA backend hands to cuBLAS.
 
 use pjc_ir::{DType, InstData, Opcode, TensorType};
 use pjc_tensor::{collapse, Buf, Tensor};
@@ -13,31 +13,6 @@ use std::borrow::Cow;
 
 fn strides(shape: &[usize]) -> Vec<usize> {
     pjc_tensor::strides(shape)
-}
-
-/// The product as `(batch, m, k, n, lhs (batch stride, row stride, col stride),
-/// rhs (batch stride, row stride, col stride))`, when it is one strided
-/// batched product in place: [`dot_layout`] with no transposing copy and the
-/// batch dimensions one strided dimension on both sides (what one cuBLAS
-/// strided-batched call takes).
-#[allow(clippy::type_complexity)]
-pub fn matmul_view(
-    a: &[usize],
-    b: &[usize],
-    lb: &[usize],
-    rb: &[usize],
-    lc: &[usize],
-    rc: &[usize],
-) -> Option<(usize, usize, usize, usize, [isize; 3], [isize; 3])> {
-    let l = dot_layout(a, b, lb, rb, lc, rc)?;
-    if l.lhs.transpose.is_some() || l.rhs.transpose.is_some() {
-        return None;
-    }
-    let all: Vec<usize> = (0..l.batch.len()).collect();
-    let (batch, bsa) = collapse(&l.batch, &l.lhs.batch_strides, &all)?;
-    let (_, bsb) = collapse(&l.batch, &l.rhs.batch_strides, &all)?;
-    let i = |x: usize| x as isize;
-    Some((batch, l.m, l.k, l.n, [i(bsa), i(l.lhs.rs), i(l.lhs.cs)], [i(bsb), i(l.rhs.rs), i(l.rhs.cs)]))
 }
 
 /// The product as strided-batched GEMM calls in place (what cuBLAS takes):
@@ -675,20 +650,24 @@ mod tests {
 
     #[test]
     fn views() {
+        // One strided-batched call: (batch, m, k, n, lhs strides, rhs strides).
+        let one = |a: &[usize], b: &[usize], lb: &[usize], rb: &[usize], lc: &[usize], rc: &[usize]| {
+            let v = strided_calls(a, b, lb, rb, lc, rc).unwrap();
+            assert_eq!(v.calls, vec![[0, 0, 0]], "{a:?} x {b:?}");
+            (v.batch, v.m, v.k, v.n, v.lhs, v.rhs)
+        };
         // [2,3] x [3,4]
-        let v = matmul_view(&[2, 3], &[3, 4], &[], &[], &[1], &[0]).unwrap();
-        assert_eq!(v, (1, 2, 3, 4, [0, 3, 1], [0, 4, 1]));
+        assert_eq!(one(&[2, 3], &[3, 4], &[], &[], &[1], &[0]), (1, 2, 3, 4, [0, 3, 1], [0, 4, 1]));
         // lhs transposed: [3,2] contract 0
-        let v = matmul_view(&[3, 2], &[3, 4], &[], &[], &[0], &[0]).unwrap();
-        assert_eq!(v, (1, 2, 3, 4, [0, 1, 2], [0, 4, 1]));
+        assert_eq!(one(&[3, 2], &[3, 4], &[], &[], &[0], &[0]), (1, 2, 3, 4, [0, 1, 2], [0, 4, 1]));
         // batched
-        let v = matmul_view(&[5, 2, 3], &[5, 3, 4], &[0], &[0], &[2], &[1]).unwrap();
-        assert_eq!(v, (5, 2, 3, 4, [6, 3, 1], [12, 4, 1]));
+        assert_eq!(one(&[5, 2, 3], &[5, 3, 4], &[0], &[0], &[2], &[1]), (5, 2, 3, 4, [6, 3, 1], [12, 4, 1]));
         // two contracting dims that lie as one: a plain product
-        assert_eq!(matmul_view(&[2, 3, 4], &[3, 4], &[], &[], &[1, 2], &[0, 1]).unwrap(), (1, 2, 12, 1, [0, 12, 1], [0, 1, 0]));
-        // batch dims that do not lie as one strided dim: not one strided-batched call
-        assert!(matmul_view(&[2, 8, 4, 16], &[2, 8, 4, 16], &[0, 2], &[0, 2], &[3], &[3]).is_none());
+        assert_eq!(one(&[2, 3, 4], &[3, 4], &[], &[], &[1, 2], &[0, 1]), (1, 2, 12, 1, [0, 12, 1], [0, 1, 0]));
+        // batch dims that do not lie as one strided dim: one call per outer index
+        let v = strided_calls(&[2, 8, 4, 16], &[2, 8, 4, 16], &[0, 2], &[0, 2], &[3], &[3]).unwrap();
+        assert_eq!((v.batch, v.calls.len()), (4, 2));
         // free dims on both sides of the contracting one: needs a copy first
-        assert!(matmul_view(&[4, 3, 5], &[3, 6], &[], &[], &[1], &[0]).is_none());
+        assert!(strided_calls(&[4, 3, 5], &[3, 6], &[], &[], &[1], &[0]).is_none());
     }
 }
