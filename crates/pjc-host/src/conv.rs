@@ -23,14 +23,6 @@ use std::borrow::Cow;
 /// a core's L2 cache).
 const PATCH_BLOCK: usize = 128 << 10;
 
-fn per_dim<T: Copy>(v: Vec<T>, n: usize, default: T) -> Option<Vec<T>> {
-    match v.len() {
-        0 => Some(vec![default; n]),
-        l if l == n => Some(v),
-        _ => None,
-    }
-}
-
 /// `convolution` as im2col + GEMM, or `None` for integer operands and for a
 /// step the reference kernel must reject (it then says why).
 pub fn try_conv(inst: &InstData, ins: &[Tensor], out: &TensorType, threads: usize, blas: Option<&crate::blas::Blas>) -> Option<Tensor> {
@@ -47,14 +39,20 @@ pub fn try_conv(inst: &InstData, ins: &[Tensor], out: &TensorType, threads: usiz
     let a = Attrs::new(inst, &refs);
     let dims = pjc_tensor::parse_conv_dims(&a.string("dims").ok()?, x.shape.len()).ok()?;
     let n = dims.spatial_rank();
-    let strides = per_dim(a.indices("window_strides").ok()?, n, 1)?;
-    let padding = per_dim(a.pairs("padding").ok()?, n, (0, 0))?;
-    let lhs_dil = per_dim(a.indices("lhs_dilation").ok()?, n, 1)?;
-    let rhs_dil = per_dim(a.indices("rhs_dilation").ok()?, n, 1)?;
-    let fgc = a.index("feature_group_count").ok()?;
-    let bgc = a.index("batch_group_count").ok()?;
-    // The reference's checks (group counts, sizes, a non-empty output).
-    let g = pjc_tensor::conv_geometry(&x.shape, &k.shape, &dims, &strides, &padding, &lhs_dil, &rhs_dil, fgc, bgc).ok()?;
+    // The reference's checks (attribute lengths, with empty lists the
+    // defaults; group counts, sizes, a non-empty output).
+    let g = pjc_tensor::conv_geometry(
+        &x.shape,
+        &k.shape,
+        &dims,
+        &a.indices("window_strides").ok()?,
+        &a.pairs("padding").ok()?,
+        &a.indices("lhs_dilation").ok()?,
+        &a.indices("rhs_dilation").ok()?,
+        a.index("feature_group_count").ok()?,
+        a.index("batch_group_count").ok()?,
+    )
+    .ok()?;
     if g.out_shape.iter().zip(&out.shape).any(|(&a, &b)| a as u64 != b) || g.out_shape.len() != out.shape.len() {
         return None;
     }
