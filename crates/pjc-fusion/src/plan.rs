@@ -172,10 +172,13 @@ pub fn plan(f: &Function) -> Result<Plan, Unplannable> {
                 p.steps.push(Step::Library { inst: lib, inputs, output, device });
             }
             Fusion::MultiKernel => p.multi_kernel(inst).map_err(located)?,
-            Fusion::Loop | Fusion::ReductionRoot => {
-                let k = p.kernel(inst).map_err(located)?;
-                p.steps.push(Step::Kernel(k));
-            }
+            Fusion::Loop | Fusion::ReductionRoot => p
+                .finish(v, |b, coords| match inst.op {
+                    Opcode::Reduce => b.reduce(inst, coords),
+                    Opcode::ReduceWindow => b.reduce_window(inst, coords),
+                    _ => Ok((b.value_inst(inst, coords)?, None)),
+                })
+                .map_err(located)?,
             Fusion::Unplanned => unreachable!("rejected above"),
         }
     }
@@ -279,19 +282,17 @@ impl<'a> Planner<'a> {
         format!("k{}_{}{suffix}", self.steps.len(), sanitize(&self.f.values[v].name))
     }
 
-    fn kernel(&mut self, inst: &InstData) -> Result<Kernel, PlanError> {
-        let v = inst.results[0];
-        let out_ty = self.f.values[v].ty.clone();
+    /// The kernel that writes value `v`'s own (new) buffer, pushed as the
+    /// next step: an op's only kernel, or the last of a multi-kernel op's.
+    fn finish(&mut self, v: Value, build: impl FnOnce(&mut Body, &[NodeId]) -> Result<Built, PlanError>) -> Result<(), PlanError> {
+        let ty = self.f.values[v].ty.clone();
         // The output buffer comes after the body's inputs (its id is known
         // before building: the next one).
-        let output = BufferArg { buffer: self.buffers.len(), dtype: out_ty.dtype };
-        let k = self.build(self.kernel_name(v, ""), &out_ty.shape, output, v, |b, coords| match inst.op {
-            Opcode::Reduce => b.reduce(inst, coords),
-            Opcode::ReduceWindow => b.reduce_window(inst, coords),
-            _ => Ok((b.value_inst(inst, coords)?, None)),
-        })?;
+        let output = BufferArg { buffer: self.buffers.len(), dtype: ty.dtype };
+        let k = self.build(self.kernel_name(v, ""), &ty.shape, output, v, build)?;
         self.new_buffer(v, BufferKind::Temp);
-        Ok(k)
+        self.steps.push(Step::Kernel(k));
+        Ok(())
     }
 }
 

@@ -111,16 +111,6 @@ impl<'a> Planner<'a> {
         }
     }
 
-    /// The last kernel of an op: writes the op's own result buffer.
-    fn finish(&mut self, v: Value, build: impl FnOnce(&mut Body, &[NodeId]) -> Result<Built, PlanError>) -> Result<(), PlanError> {
-        let ty = self.ty_of(v);
-        let output = BufferArg { buffer: self.buffers.len(), dtype: ty.dtype };
-        let k = self.build(self.kernel_name(v, ""), &ty.shape, output, v, build)?;
-        self.new_buffer(v, BufferKind::Temp);
-        self.steps.push(Step::Kernel(k));
-        Ok(())
-    }
-
     /// A kernel writing a temporary of type `ty` (named after `v` and `what`).
     fn stage(
         &mut self,
