@@ -344,44 +344,6 @@ fn reduction_body<'ctx>(lw: &Lower<'_, 'ctx>) {
 /// Output points a column reduction computes together (one accumulator each).
 const COLUMN_BLOCK: u32 = 64;
 
-/// `node` as a sum of coordinate terms `coeff * Coord(c)` plus a constant,
-/// when it is one (index arithmetic of adds, subtractions and products with
-/// constants); `None` otherwise.
-fn linear_terms(k: &Kernel, node: usize) -> Option<Vec<(usize, i128)>> {
-    use pjc_plan::kernel::{IndexOp, Node};
-    let mut out: Vec<(usize, i128)> = vec![];
-    let mut add = |c: usize, x: i128, out: &mut Vec<(usize, i128)>| match out.iter_mut().find(|(d, _)| *d == c) {
-        Some(e) => e.1 += x,
-        None => out.push((c, x)),
-    };
-    fn walk(k: &Kernel, n: usize, scale: i128, out: &mut Vec<(usize, i128)>, add: &mut dyn FnMut(usize, i128, &mut Vec<(usize, i128)>), depth: usize) -> Option<()> {
-        if depth > 64 {
-            return None;
-        }
-        match &k.nodes[n] {
-            Node::Coord(c) => add(*c, scale, out),
-            Node::ConstInt(..) => {}
-            Node::Index { op: IndexOp::Add, a, b } => {
-                walk(k, *a, scale, out, add, depth + 1)?;
-                walk(k, *b, scale, out, add, depth + 1)?;
-            }
-            Node::Index { op: IndexOp::Sub, a, b } => {
-                walk(k, *a, scale, out, add, depth + 1)?;
-                walk(k, *b, -scale, out, add, depth + 1)?;
-            }
-            Node::Index { op: IndexOp::Mul, a, b } => match (&k.nodes[*a], &k.nodes[*b]) {
-                (_, Node::ConstInt(c, _)) => walk(k, *a, scale * c, out, add, depth + 1)?,
-                (Node::ConstInt(c, _), _) => walk(k, *b, scale * c, out, add, depth + 1)?,
-                _ => return None,
-            },
-            _ => return None,
-        }
-        Some(())
-    }
-    walk(k, node, 1, &mut out, &mut add, 0)?;
-    Some(out)
-}
-
 /// Whether reduction kernel `k` is a column reduction: its loads step by one
 /// element along the innermost output dimension and none steps by one along
 /// the innermost reduced dimension (a reduction over leading dimensions, such
@@ -399,10 +361,10 @@ fn column_reduction(k: &Kernel) -> bool {
     let (mut along_out, mut along_red) = (false, false);
     for n in &k.nodes {
         if let Node::Load { index, .. } = n {
-            match linear_terms(k, *index) {
-                Some(t) => {
-                    along_out |= t.iter().any(|&(c, x)| c == rank - 1 && x == 1);
-                    along_red |= t.iter().any(|&(c, x)| c == inner_red && x.abs() == 1);
+            match k.affine(*index) {
+                Some(a) => {
+                    along_out |= a.coeff(rank - 1) == 1;
+                    along_red |= a.coeff(inner_red).abs() == 1;
                 }
                 None => return false,
             }

@@ -2,7 +2,7 @@
 //! buffers that are dead (liveness over plan steps), updating carried
 //! parameters in place (donation) when that is safe, and the resulting peak.
 
-use pjc_plan::kernel::{IndexOp, Kernel, Node, NodeId};
+use pjc_plan::kernel::{Kernel, Node, NodeId};
 use pjc_plan::{BufferKind, Memory, Plan, Step};
 
 const ALIGN: u64 = 64;
@@ -30,25 +30,7 @@ fn step_io(s: &Step) -> (Vec<usize>, Vec<usize>) {
 /// Whether node `n` is the row-major linear index of the first `shape.len()`
 /// coordinates (so a kernel reads that input exactly where it writes).
 fn is_identity_index(k: &Kernel, n: NodeId, shape: &[u64]) -> bool {
-    fn terms(k: &Kernel, n: NodeId, out: &mut Vec<(usize, i128)>) -> bool {
-        match &k.nodes[n] {
-            Node::ConstInt(0, _) => true,
-            Node::Index { op: IndexOp::Add, a, b } => terms(k, *a, out) && terms(k, *b, out),
-            Node::Index { op: IndexOp::Mul, a, b } => match (&k.nodes[*a], &k.nodes[*b]) {
-                (Node::Coord(c), Node::ConstInt(s, _)) => {
-                    out.push((*c, *s));
-                    true
-                }
-                _ => false,
-            },
-            _ => false,
-        }
-    }
-    let mut t = vec![];
-    if !terms(k, n, &mut t) {
-        return false;
-    }
-    t.sort();
+    let Some(a) = k.affine(n) else { return false };
     let mut want = vec![];
     let mut stride = 1i128;
     for d in (0..shape.len()).rev() {
@@ -58,7 +40,7 @@ fn is_identity_index(k: &Kernel, n: NodeId, shape: &[u64]) -> bool {
         stride *= shape[d] as i128;
     }
     want.sort();
-    t == want
+    a.constant == 0 && a.terms == want
 }
 
 /// Plans memory. `carried` lists (parameter index, result index) pairs whose

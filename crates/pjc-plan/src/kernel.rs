@@ -134,9 +134,63 @@ pub struct Kernel {
     pub fuses: Vec<String>,
 }
 
+/// An index node as `constant + Σ coeff · Coord(c)` ([`Kernel::affine`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Affine {
+    /// (coordinate, coefficient), by coordinate, without zero coefficients.
+    pub terms: Vec<(usize, i128)>,
+    pub constant: i128,
+}
+
+impl Affine {
+    /// The coefficient of coordinate `c` (0 when it does not appear).
+    pub fn coeff(&self, c: usize) -> i128 {
+        self.terms.iter().find(|t| t.0 == c).map_or(0, |t| t.1)
+    }
+}
+
 impl Kernel {
     pub fn num_elements(&self) -> u64 {
         self.shape.iter().product()
+    }
+
+    /// Node `n` as an affine function of the coordinates, when it is one:
+    /// index additions, subtractions and products with constants of
+    /// coordinates and constants (how loads address their inputs without
+    /// clamps or divisions). `None` for anything else.
+    pub fn affine(&self, n: NodeId) -> Option<Affine> {
+        fn walk(k: &Kernel, n: NodeId, scale: i128, a: &mut Affine, depth: usize) -> Option<()> {
+            if depth > 256 {
+                return None;
+            }
+            match &k.nodes[n] {
+                Node::Coord(c) => match a.terms.iter_mut().find(|t| t.0 == *c) {
+                    Some(t) => t.1 += scale,
+                    None => a.terms.push((*c, scale)),
+                },
+                Node::ConstInt(x, _) => a.constant += scale * x,
+                Node::Index { op: IndexOp::Add, a: x, b: y } => {
+                    walk(k, *x, scale, a, depth + 1)?;
+                    walk(k, *y, scale, a, depth + 1)?;
+                }
+                Node::Index { op: IndexOp::Sub, a: x, b: y } => {
+                    walk(k, *x, scale, a, depth + 1)?;
+                    walk(k, *y, -scale, a, depth + 1)?;
+                }
+                Node::Index { op: IndexOp::Mul, a: x, b: y } => match (&k.nodes[*x], &k.nodes[*y]) {
+                    (_, Node::ConstInt(c, _)) => walk(k, *x, scale * c, a, depth + 1)?,
+                    (Node::ConstInt(c, _), _) => walk(k, *y, scale * c, a, depth + 1)?,
+                    _ => return None,
+                },
+                _ => return None,
+            }
+            Some(())
+        }
+        let mut a = Affine { terms: vec![], constant: 0 };
+        walk(self, n, 1, &mut a, 0)?;
+        a.terms.retain(|t| t.1 != 0);
+        a.terms.sort();
+        Some(a)
     }
 }
 
@@ -151,5 +205,44 @@ impl fmt::Display for Kernel {
         let ins = self.inputs.iter().map(|b| format!("b{}:{}", b.buffer, b.dtype)).collect::<Vec<_>>().join(", ");
         let outs = self.outputs.iter().map(|b| format!("b{}:{}", b.buffer, b.dtype)).collect::<Vec<_>>().join(", ");
         write!(f, " ({ins}) -> ({outs})  fuses {}", self.fuses.join(" "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(nodes: Vec<Node>) -> Kernel {
+        let types = vec![DType::I64; nodes.len()];
+        Kernel { name: "k".into(), shape: vec![4, 5], reduce: None, inputs: vec![], outputs: vec![], nodes, types, results: vec![], fuses: vec![] }
+    }
+
+    #[test]
+    fn affine_index_nodes_merge_their_terms_and_others_are_none() {
+        use IndexOp::*;
+        let ix = |op, a, b| Node::Index { op, a, b };
+        // 7 + c0*5 + c1 - (c1*3 - 3*c0), then clamp-like max: not affine.
+        let k = kernel(vec![
+            Node::Coord(0),                 // 0
+            Node::Coord(1),                 // 1
+            Node::ConstInt(5, DType::I64),  // 2
+            Node::ConstInt(3, DType::I64),  // 3
+            Node::ConstInt(7, DType::I64),  // 4
+            ix(Mul, 0, 2),                  // 5: 5 c0
+            ix(Add, 4, 5),                  // 6
+            ix(Add, 6, 1),                  // 7: 7 + 5 c0 + c1
+            ix(Mul, 1, 3),                  // 8: 3 c1
+            ix(Mul, 3, 0),                  // 9: 3 c0
+            ix(Sub, 8, 9),                  // 10
+            ix(Sub, 7, 10),                 // 11: 7 + 8 c0 - 2 c1
+            ix(Max, 11, 4),                 // 12
+            ix(Mul, 0, 1),                  // 13: c0 * c1
+        ]);
+        assert_eq!(k.affine(11), Some(Affine { terms: vec![(0, 8), (1, -2)], constant: 7 }));
+        assert_eq!(k.affine(11).unwrap().coeff(1), -2);
+        assert_eq!(k.affine(11).unwrap().coeff(2), 0);
+        assert_eq!(k.affine(10), Some(Affine { terms: vec![(0, -3), (1, 3)], constant: 0 }));
+        assert_eq!(k.affine(12), None);
+        assert_eq!(k.affine(13), None);
     }
 }
