@@ -263,7 +263,8 @@ fn library_in_place(plan: &Plan, inst: &InstData, inputs: &[usize], output: usiz
     let types = [ty(inputs[0]), ty(inputs[1]), ty(output)];
     // The output is a buffer of its own (the planner gives every library step
     // a fresh one), so it can be borrowed mutably beside the inputs.
-    let mut out = std::mem::replace(&mut bufs.data[output], HostBuf::zeroed(0));
+    // (The stand-in holds no allocation: this runs every step.)
+    let mut out = std::mem::replace(&mut bufs.data[output], HostBuf { words: Vec::new(), len: 0 });
     let done = gemm::dot_in_place(inst, types, [bufs.data[inputs[0]].bytes(), bufs.data[inputs[1]].bytes()], out.bytes_mut(), threads);
     bufs.data[output] = out;
     done
