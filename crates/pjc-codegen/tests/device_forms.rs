@@ -40,7 +40,7 @@ fn ints(d: DType, shape: &[usize], vals: &[i128]) -> Tensor {
 fn check(name: &str, src: &str, args: &[Tensor], failures: &mut Vec<String>) {
     let (m, plan) = common::program(src);
     let want = common::interpret(&m, args);
-    let dev = plan.with_device_kernels(|_, _| false);
+    let dev = plan.with_device_kernels();
     for (what, p) in [("plan", &plan), ("device kernels", &dev)] {
         match pjc_codegen::execute_plan_jit(p, args) {
             Ok(got) => {

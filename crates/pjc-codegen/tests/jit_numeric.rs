@@ -52,7 +52,7 @@ fn device_kernels_run_like_the_interpreter() {
         if !c.plan.steps.iter().any(|s| matches!(s, pjc_plan::Step::Library { .. })) {
             continue;
         }
-        let dev = c.plan.with_device_kernels(|_, _| false);
+        let dev = c.plan.with_device_kernels();
         checked += 1;
         let want = common::interpret(&c.module, &c.args);
         match pjc_codegen::execute_plan_jit(&dev, &c.args) {

@@ -175,17 +175,20 @@ pub struct NoDeviceForm {
 }
 
 /// The plan as the CUDA backend runs it: library steps cuBLAS takes stay
-/// library steps, every other one becomes its device kernel.
+/// library steps, every other one becomes its device kernel ([`cuda_routes`]
+/// decides, and refuses a step with neither).
 pub fn cuda_plan(plan: &Plan) -> Result<Plan, NoDeviceForm> {
-    let p = plan.with_device_kernels(|p, s| cublas_of(p, s).is_some());
-    for s in &p.steps {
-        if let Step::Library { inst, .. } = s {
-            if cublas_of(&p, s).is_none() {
-                return Err(NoDeviceForm { plan: p.name.clone(), op: inst.op.to_string() });
-            }
-        }
-    }
-    Ok(p)
+    let routes = cuda_routes(plan)?;
+    let steps = plan
+        .steps
+        .iter()
+        .zip(&routes)
+        .map(|(s, r)| match (s, r) {
+            (Step::Library { device: Some(k), .. }, Route::DeviceKernel { .. }) => Step::Kernel(k.clone()),
+            (s, _) => s.clone(),
+        })
+        .collect();
+    Ok(Plan { steps, ..plan.clone() })
 }
 
 /// Where one step of a plan runs on the CUDA backend.

@@ -67,15 +67,16 @@ pub struct Plan {
 
 impl Plan {
     /// The plan with every library step that has a device kernel replaced by
-    /// that kernel, except the steps `keep` says stay library calls (those a
-    /// device library such as cuBLAS takes). Buffers, and so the buffer plan,
-    /// are unchanged: a device kernel reads and writes the step's buffers.
-    pub fn with_device_kernels(&self, keep: impl Fn(&Plan, &Step) -> bool) -> Plan {
+    /// that kernel (what a device without library routines runs; the CUDA
+    /// backend keeps the products cuBLAS takes: `pjc_host::device::cuda_plan`).
+    /// Buffers, and so the buffer plan, are unchanged: a device kernel reads
+    /// and writes the step's buffers.
+    pub fn with_device_kernels(&self) -> Plan {
         let steps = self
             .steps
             .iter()
             .map(|s| match s {
-                Step::Library { device: Some(k), .. } if !keep(self, s) => Step::Kernel(k.clone()),
+                Step::Library { device: Some(k), .. } => Step::Kernel(k.clone()),
                 s => s.clone(),
             })
             .collect();
