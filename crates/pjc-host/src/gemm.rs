@@ -115,11 +115,12 @@ pub struct DotLayout {
 /// One operand: batch dims `batch`, matrix rows `rows` and columns `cols`
 /// (each in the order they combine).
 fn operand(shape: &[usize], batch: &[usize], rows: &[usize], cols: &[usize]) -> GemmOperand {
-    let st = strides(shape);
-    if let (Some((_, rs)), Some((_, cs))) = (collapse(shape, &st, rows), collapse(shape, &st, cols)) {
+    let Some(perm) = pjc_tensor::gemm_order(shape, batch, rows, cols) else {
+        let st = strides(shape);
+        let (_, rs) = collapse(shape, &st, rows).expect("rows in place");
+        let (_, cs) = collapse(shape, &st, cols).expect("columns in place");
         return GemmOperand { transpose: None, batch_strides: batch.iter().map(|&d| st[d]).collect(), rs, cs };
-    }
-    let perm: Vec<usize> = batch.iter().chain(rows).chain(cols).copied().collect();
+    };
     let pshape: Vec<usize> = perm.iter().map(|&d| shape[d]).collect();
     let pst = strides(&pshape);
     let nb = batch.len();

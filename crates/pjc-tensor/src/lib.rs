@@ -7,7 +7,7 @@
 //! to the element width.
 
 mod tensor;
-pub use tensor::{collapse, round_to_dtype, strides, wrap_to_dtype, Buf, Lanes, Scalar, Tensor, TensorError};
+pub use tensor::{collapse, gemm_order, round_to_dtype, strides, wrap_to_dtype, Buf, Lanes, Scalar, Tensor, TensorError};
 
 // Reductions, contractions, windows and collective combining (reference kernels).
 mod collective;

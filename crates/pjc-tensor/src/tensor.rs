@@ -287,6 +287,19 @@ pub fn collapse(shape: &[usize], strides: &[usize], group: &[usize]) -> Option<(
     Some((size, real.last().map_or(0, |&d| strides[d])))
 }
 
+/// How a product reads an operand of `shape` as a (batched) matrix with
+/// dimensions `batch`, `rows` and `cols`: `None` when its rows and its
+/// columns each lie as one strided dimension ([`collapse`]), so GEMM reads it
+/// in place; otherwise the permutation `batch ++ rows ++ cols` that one
+/// transposing copy applies first.
+pub fn gemm_order(shape: &[usize], batch: &[usize], rows: &[usize], cols: &[usize]) -> Option<Vec<usize>> {
+    let st = strides(shape);
+    if collapse(shape, &st, rows).is_some() && collapse(shape, &st, cols).is_some() {
+        return None;
+    }
+    Some(batch.iter().chain(rows).chain(cols).copied().collect())
+}
+
 /// Elements widened to one computation type per dtype class: floats as f64,
 /// integers as i128, pred as bool. Kernels compute on lanes and narrow back with
 /// [`Buf::from_lanes`], which rounds or wraps exactly once.

@@ -75,11 +75,7 @@ impl<'a> Planner<'a> {
             let shape: Vec<usize> = t.shape.iter().map(|&d| d as usize).collect();
             let free: Vec<usize> = (0..shape.len()).filter(|d| !batch.contains(d) && !contract.contains(d)).collect();
             let (rows, cols) = if side == 0 { (&free, contract) } else { (contract, &free) };
-            let st = pjc_tensor::strides(&shape);
-            if pjc_tensor::collapse(&shape, &st, rows).is_some() && pjc_tensor::collapse(&shape, &st, cols).is_some() {
-                continue;
-            }
-            let perm: Vec<usize> = batch.iter().chain(rows.iter()).chain(cols.iter()).copied().collect();
+            let Some(perm) = pjc_tensor::gemm_order(&shape, batch, rows, cols) else { continue };
             let pty = TensorType::new(t.dtype, perm.iter().map(|&d| t.shape[d]).collect());
             let what = if side == 0 { "lhs_t" } else { "rhs_t" };
             inputs[side] = self.stage(v, what, pty, |b, c| {
