@@ -25,6 +25,8 @@ pub enum AttrKind {
     Str,
     /// A list whose entries are integers or the identifier `none` (vmap).
     DimOrNoneList,
+    /// `true` or `false` (sort's `descending`, scan's `reverse`).
+    Bool,
 }
 
 /// The value an attribute takes when it is omitted.
@@ -36,6 +38,8 @@ pub enum AttrDefault {
     Int(i64),
     /// A fixed identifier.
     Enum(&'static str),
+    /// A fixed boolean.
+    Bool(bool),
     /// The empty list `[]`.
     EmptyList,
     /// A list of 1s, one per window dimension of the op.
@@ -65,6 +69,17 @@ pub const fn req(name: &'static str, kind: AttrKind) -> AttrDef {
 pub const REDUCE_KINDS: &[&str] = &names(ReduceKind::ALL);
 pub const COLLECTIVE_KINDS: &[&str] = &names(ReduceKind::COLLECTIVE);
 pub const WINDOW_KINDS: &[&str] = &names(ReduceKind::WINDOW);
+/// `scatter`'s combining kinds (section 7; `add` is `scatter_add`).
+pub const SCATTER_KINDS: &[&str] = &names_of_scatter(crate::kinds::ScatterKind::ALL);
+const fn names_of_scatter<const N: usize>(kinds: [crate::kinds::ScatterKind; N]) -> [&'static str; N] {
+    let mut out = [""; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = kinds[i].name();
+        i += 1;
+    }
+    out
+}
 pub const COMPARE_DIRS: &[&str] = &["eq", "ne", "lt", "le", "gt", "ge"];
 
 /// An attribute missing or of the wrong shape where a verified instruction

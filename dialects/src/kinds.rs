@@ -141,3 +141,50 @@ mod tests {
         }
     }
 }
+
+/// How `scatter` combines an update with what is at its position (section 7).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, serde::Serialize, serde::Deserialize)]
+pub enum ScatterKind {
+    /// Replace; of duplicate indices the update last in row-major index order wins.
+    Set,
+    Add,
+    Mul,
+    Max,
+    Min,
+}
+
+impl ScatterKind {
+    pub const ALL: [ScatterKind; 5] = [ScatterKind::Set, ScatterKind::Add, ScatterKind::Mul, ScatterKind::Max, ScatterKind::Min];
+
+    /// The spelling in PIR text.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ScatterKind::Set => "set",
+            ScatterKind::Add => "add",
+            ScatterKind::Mul => "mul",
+            ScatterKind::Max => "max",
+            ScatterKind::Min => "min",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<ScatterKind> {
+        ScatterKind::ALL.into_iter().find(|k| k.name() == s)
+    }
+
+    /// The reduction that combines like this kind (none for `set`).
+    pub fn reduce_kind(self) -> Option<ReduceKind> {
+        match self {
+            ScatterKind::Set => None,
+            ScatterKind::Add => Some(ReduceKind::Sum),
+            ScatterKind::Mul => Some(ReduceKind::Prod),
+            ScatterKind::Max => Some(ReduceKind::Max),
+            ScatterKind::Min => Some(ReduceKind::Min),
+        }
+    }
+}
+
+impl std::fmt::Display for ScatterKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}

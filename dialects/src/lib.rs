@@ -14,6 +14,6 @@ pub mod sharding;
 
 pub use attr::{AttrDef, AttrDefault, AttrError, AttrKind};
 pub use dtype::{DClass, DType};
-pub use kinds::{CollectiveKind, ReduceKind};
-pub use ops::{Arity, BinaryOp, Context, Fusion, OpDef, Opcode, TypeRule, UnaryOp};
+pub use kinds::{CollectiveKind, ReduceKind, ScatterKind};
+pub use ops::{Arity, BinaryOp, Callees, Context, Fusion, OpDef, Opcode, TypeRule, UnaryOp};
 pub use sharding::{FactorKind, ShardingRule};

@@ -40,8 +40,22 @@ pub enum TypeRule {
     /// (`dot_general`, `convolution`: the result precision; `argmax`/`argmin`:
     /// i32 or i64).
     DtypeFromWritten,
-    /// Given by the called function (`call`, `grad`, `vmap`); may have several results.
+    /// Given by the called function (`call`, `grad`, `vmap`) or the bodies
+    /// (`while`, `scan`, `switch`); may have several results.
     Callee,
+}
+
+/// Which functions an op names, and where they sit in its text.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Callees {
+    /// None.
+    None,
+    /// One: `call @f(%a)`, `grad`, `vmap`, `scan @step(%h, %xs)`.
+    One,
+    /// A condition and a body: `while @cond, @body(%a)`.
+    CondBody,
+    /// One or more branches after an index operand: `switch %i, @b0, @b1(%a)`.
+    Branches,
 }
 
 impl TypeRule {
@@ -100,8 +114,12 @@ pub struct OpDef {
     pub elementwise: bool,
     /// Takes a literal instead of operands (`constant`).
     pub literal: bool,
-    /// Names a function (`call @f(...)`, `grad`, `vmap`).
+    /// Names a function (`call @f(...)`, `grad`, `vmap`) or bodies (control flow).
     pub callee: bool,
+    /// Which functions it names (`Callees::None` exactly when `callee` is false).
+    pub callees: Callees,
+    /// Control flow (section 7.1): bodies run in a loop or by an index.
+    pub control: bool,
     /// Expanded by the compiler before sharding (section 9).
     pub transform: bool,
     /// Which collective it is (section 8), if it is one.
@@ -131,6 +149,8 @@ const fn base(name: &'static str, summary: &'static str) -> OpDef {
         elementwise: false,
         literal: false,
         callee: false,
+        callees: Callees::None,
+        control: false,
         transform: false,
         collective: None,
         fusion: Fusion::Library,
@@ -187,9 +207,25 @@ const fn calling(name: &'static str, attrs: &'static [AttrDef], transform: bool,
         attrs,
         rule: TypeRule::Callee,
         callee: true,
+        callees: Callees::One,
         transform,
         fusion: Fusion::Unplanned,
         sharding: if transform { ShardingRule::Transform } else { ShardingRule::Call },
+        ..base(name, summary)
+    }
+}
+
+/// Control flow (section 7.1): results typed by the bodies' signatures.
+const fn control(name: &'static str, callees: Callees, attrs: &'static [AttrDef], summary: &'static str) -> OpDef {
+    OpDef {
+        arity: Arity::AtLeast(1),
+        attrs,
+        rule: TypeRule::Callee,
+        callee: true,
+        callees,
+        control: true,
+        fusion: Fusion::Unplanned,
+        sharding: ShardingRule::ControlFlow,
         ..base(name, summary)
     }
 }
@@ -370,7 +406,15 @@ ops! {
     ], Inferred, S::window(0), "sliding-window reduction (pooling)")) };
     SelectAndScatterAdd = OpDef { fusion: Fusion::MultiKernel, ..numeric(op("select_and_scatter_add", Exactly(2), WINDOW, Inferred, S::window(1), "gradient of max pooling")) };
     Gather = OpDef { replicates: true, ..index(op("gather", Exactly(2), &[req("axis", K::Dim)], Inferred, ShardingRule::Custom(Custom::Gather), "numpy take along one axis (indices clamped)")) };
-    ScatterAdd = numeric(op("scatter_add", Exactly(3), &[req("axis", K::Dim)], Inferred, ShardingRule::Custom(Custom::ScatterAdd), "add updates into base at indices along one axis"));
+    ScatterAdd = op("scatter_add", Exactly(3), &[req("axis", K::Dim)], Inferred, ShardingRule::Custom(Custom::ScatterAdd), "add updates into base at indices along one axis");
+    Scatter = op("scatter", Exactly(3), &[req("axis", K::Dim), req("kind", K::Enum(attr::SCATTER_KINDS))], Inferred, ShardingRule::Custom(Custom::ScatterAdd), "combine updates into base at indices along one axis (set: the last duplicate wins)");
+    Sort = op("sort", AtLeast(1), &[req("dim", K::Dim), attr("num_keys", K::Int, D::Int(1)), attr("descending", K::Bool, D::Bool(false))], Inferred, S::SORT, "stable sort of one or more same-shaped operands along dim by the first num_keys");
+    TopK = op("top_k", Exactly(1), &[req("k", K::Int)], Inferred, S::TOP_K, "the k largest along the last dim, largest first, and their i32 indices");
+
+    // ---- section 7.1: control flow ------------------------------------------------
+    While = control("while", Callees::CondBody, &[], "c = init; while cond(c): c = body(c)");
+    Scan = control("scan", Callees::One, &[req("length", K::Int), req("carries", K::Int), attr("reverse", K::Bool, D::Bool(false))], "loop a step over dim 0 of the scanned operands, stacking its outputs (JAX lax.scan)");
+    Switch = control("switch", Callees::Branches, &[], "call the branch the clamped index names (JAX lax.switch)");
 
     // ---- section 8: collectives (spmd func only) ----------------------------------
     AllReduce = collective("all_reduce", CollectiveKind::AllReduce, &[req("axes", K::AxisList), req("kind", K::Enum(attr::COLLECTIVE_KINDS))], "reduce over a device group; every member gets the result");
@@ -408,6 +452,11 @@ impl Opcode {
     /// `call`, `grad` or `vmap`: names a function, results from its signature.
     pub fn is_call_like(self) -> bool {
         self.def().callee
+    }
+
+    /// `while`, `scan` or `switch` (section 7.1).
+    pub fn is_control(self) -> bool {
+        self.def().control
     }
 
     /// `grad` or `vmap`: expanded before sharding, partitioning and planning.
@@ -500,6 +549,8 @@ mod tests {
                 d.sharding
             );
             assert_eq!(d.sharding == ShardingRule::Transform, d.transform, "{o}");
+            assert_eq!(d.sharding == ShardingRule::ControlFlow, d.control, "{o}");
+            assert_eq!(d.callee, d.callees != Callees::None, "{o}");
             if d.elementwise {
                 assert_eq!(d.sharding, S::ELEMENTWISE, "{o}");
             }
@@ -553,7 +604,7 @@ mod tests {
                             tensor(a);
                             tensor(b);
                         }
-                        DimTest::Always => {}
+                        DimTest::Always | DimTest::NotLast => {}
                     }
                     match p.otherwise {
                         Otherwise::Permutation { sized_by } => tensor(Tensor::Operand(sized_by)),

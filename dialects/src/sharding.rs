@@ -141,6 +141,8 @@ pub enum DimTest {
     Zero(&'static [&'static str]),
     /// The window is trivial at `d`: `window` 1, `strides` 1, `padding` (0, 0).
     TrivialWindow,
+    /// `d` is not the last dimension (top_k's).
+    NotLast,
 }
 
 /// What a [`PerDim`] dimension that does not pass through is.
@@ -191,6 +193,10 @@ pub enum ShardingRule {
     Manual,
     /// grad/vmap: expanded before propagation runs.
     Transform,
+    /// while/scan/switch: operands, body parameters, body results and the op's
+    /// results of each carried value share one sharding (section 6); scanned
+    /// dimension 0 is never split; predicate and index are replicated.
+    ControlFlow,
 }
 
 use DimTest as T;
@@ -250,6 +256,11 @@ pub const DYNAMIC_UPDATE_SLICE: ShardingRule = per_dim(
 );
 /// Padded dims need replication; unpadded dims pass through.
 pub const PAD: ShardingRule = per_dim(T::Zero(&["low", "high", "interior"]), EACH_ALONE);
+/// The sorted dim needs replication (each device needs the whole of it); the
+/// others pass through (every operand and result has the same shape).
+pub const SORT: ShardingRule = per_dim(T::NotAt("dim"), EACH_ALONE);
+/// top_k's last dim (n in, k out) needs replication; the others pass through.
+pub const TOP_K: ShardingRule = per_dim(T::NotLast, EACH_ALONE);
 /// Reversed dims are permutation factors; the others pass through.
 pub const REVERSE: ShardingRule = per_dim(T::NotIn("dims"), Otherwise::Permutation { sized_by: 0 });
 /// Reduced dims are reduction factors; kept dims pass through.
@@ -294,7 +305,7 @@ impl ShardingRule {
         match self {
             ShardingRule::Einsum(e) => e.priority,
             ShardingRule::PerDim(p) => p.priority,
-            ShardingRule::Custom(Custom::Reshape) | ShardingRule::Call => FIRST,
+            ShardingRule::Custom(Custom::Reshape) | ShardingRule::Call | ShardingRule::ControlFlow => FIRST,
             ShardingRule::Custom(_) | ShardingRule::Manual | ShardingRule::Transform => NORMAL,
         }
     }
@@ -316,6 +327,7 @@ impl ShardingRule {
                 Custom::ScatterAdd => "([a, x, c], [i], [a, i, c]) -> ([a, x, c]) reduction={i} need_replication={x}".into(),
             },
             ShardingRule::Call => "(the callee's parameters and results)".into(),
+            ShardingRule::ControlFlow => "(one sharding per carried value through the bodies)".into(),
             ShardingRule::Manual => "(manual: spmd only)".into(),
             ShardingRule::Transform => "(expanded before propagation)".into(),
         }
@@ -367,6 +379,7 @@ fn per_dim_notation(p: &PerDim) -> String {
         DimTest::SameSize(a, b) => format!("{} and {} have the same size at d", tensor_name(a), tensor_name(b)),
         DimTest::Zero(attrs) => format!("{} are 0 at d", attrs.join(", ")),
         DimTest::TrivialWindow => "the window is 1 wide, unstrided and unpadded at d".into(),
+        DimTest::NotLast => "d is not the last dim".into(),
     };
     let otherwise = match p.otherwise {
         Otherwise::Permutation { sized_by } => format!("permutation (sized by operand {sized_by})"),

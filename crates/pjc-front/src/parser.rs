@@ -13,6 +13,7 @@ use pjc_ir::{
     Number, Opcode, ResultDecl, Sharding, Span, TensorType, Value, ValueDef,
 };
 use std::collections::{HashMap, HashSet};
+use pjc_dialects::Callees;
 
 /// Parses a module. On failure returns every error found.
 pub fn parse(src: &str) -> Result<Module, Vec<Diag>> {
@@ -549,12 +550,48 @@ impl Parser {
         if def.literal {
             raw_lit = Some(self.raw_literal(0)?);
         } else if def.callee {
-            match self.peek().clone() {
-                Tok::Func(n) => {
-                    inst.callee_span = self.bump().span;
-                    inst.callee = Some(n);
+            // `switch %i, @b0, @b1(...)`: the index operand comes first.
+            if def.callees == Callees::Branches {
+                match self.peek().clone() {
+                    Tok::Value(n) => {
+                        let sp = self.bump().span;
+                        match scope.get(&n) {
+                            Some(&v) => {
+                                inst.operands.push(v);
+                                inst.operand_spans.push(sp);
+                            }
+                            None => return self.undefined(&n, sp),
+                        }
+                    }
+                    _ => return self.expected(&format!("the index operand after '{opname}' like %i")),
                 }
-                _ => return self.expected(&format!("a function name after '{opname}' like @f")),
+                self.expect(&Tok::Comma, "',' and the branches after the index")?;
+            }
+            loop {
+                match self.peek().clone() {
+                    Tok::Func(n) => {
+                        inst.callee_spans.push(self.bump().span);
+                        inst.callees.push(n);
+                    }
+                    _ => {
+                        let what = match def.callees {
+                            Callees::CondBody if inst.callees.len() == 1 => format!("the body after '{opname} @{},' like @body", inst.callees[0]),
+                            Callees::CondBody => format!("the condition after '{opname}' like @cond"),
+                            Callees::Branches => format!("a branch after '{opname}' like @b0"),
+                            _ => format!("a function name after '{opname}' like @f"),
+                        };
+                        return self.expected(&what);
+                    }
+                }
+                let more = match def.callees {
+                    Callees::CondBody => inst.callees.len() < 2,
+                    Callees::Branches => self.is(&Tok::Comma),
+                    _ => false,
+                };
+                if !more {
+                    break;
+                }
+                self.expect(&Tok::Comma, &format!("',' and the body after '{opname} @{}'", inst.callees[0]))?;
             }
             self.expect(&Tok::LParen, "'(' and the arguments")?;
             if !self.is(&Tok::RParen) {
@@ -566,6 +603,11 @@ impl Parser {
         }
         if self.is(&Tok::LBrace) {
             self.attrs(&mut inst)?;
+        }
+        // `scatter {kind=add}` is `scatter_add` (one IR form; printed as `scatter_add`).
+        if inst.op == Opcode::Scatter && inst.attr("kind").and_then(|k| k.as_ident()) == Some("add") {
+            inst.op = Opcode::ScatterAdd;
+            inst.attrs.retain(|a| a.name != "kind");
         }
         // Result types.
         let mut types: Vec<(TensorType, Option<Sharding>, Span)> = vec![];

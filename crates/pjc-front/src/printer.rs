@@ -114,9 +114,19 @@ pub fn inst_text(f: &Function, inst: &InstData) -> String {
             nested(&mut out, &lit.shape, &lit.elems, result_dtype);
         }
     }
-    if let Some(c) = &inst.callee {
-        let _ = write!(out, " @{c}(");
-        operand_list(&mut out, f, inst);
+    if !inst.callees.is_empty() {
+        // `switch %i, @b0, @b1(%a)`: the index comes before the branches.
+        let args = if inst.op == pjc_dialects::Opcode::Switch && !inst.operands.is_empty() {
+            let _ = write!(out, " %{},", f.values[inst.operands[0]].name);
+            1
+        } else {
+            0
+        };
+        for (k, c) in inst.callees.iter().enumerate() {
+            let _ = write!(out, "{}@{c}", if k == 0 { " " } else { ", " });
+        }
+        out.push('(');
+        operand_list_from(&mut out, f, inst, args);
         out.push(')');
     } else if !inst.operands.is_empty() {
         out.push(' ');
@@ -162,8 +172,13 @@ fn print_inst(out: &mut String, f: &Function, inst: &InstData) {
 }
 
 fn operand_list(out: &mut String, f: &Function, inst: &InstData) {
-    for (i, v) in inst.operands.iter().enumerate() {
-        if i > 0 {
+    operand_list_from(out, f, inst, 0)
+}
+
+/// The operands from position `from` on, comma-separated.
+fn operand_list_from(out: &mut String, f: &Function, inst: &InstData, from: usize) {
+    for (i, v) in inst.operands.iter().enumerate().skip(from) {
+        if i > from {
             out.push_str(", ");
         }
         let _ = write!(out, "%{}", f.values[*v].name);

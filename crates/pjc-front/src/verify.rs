@@ -249,6 +249,7 @@ fn check_attrs(inst: &InstData, mesh: &Mesh, d: &mut Vec<Diag>) -> bool {
             AttrKind::Axis => a.value.as_ident().is_some(),
             AttrKind::AxisList => a.value.as_idents().is_some(),
             AttrKind::Str => a.value.as_str().is_some(),
+            AttrKind::Bool => matches!(a.value, AttrValue::Bool(_)),
             AttrKind::DimOrNoneList => a.value.as_list().is_some_and(|l| {
                 l.iter().all(|v| matches!(v, AttrValue::Int(_)) || v.as_ident() == Some("none"))
             }),
@@ -263,6 +264,7 @@ fn check_attrs(inst: &InstData, mesh: &Mesh, d: &mut Vec<Diag>) -> bool {
                 AttrKind::Axis => "a mesh axis name".to_string(),
                 AttrKind::AxisList => "a list of mesh axis names like [data]".to_string(),
                 AttrKind::Str => "a string".to_string(),
+                AttrKind::Bool => "true or false".to_string(),
                 AttrKind::DimOrNoneList => "a list of integers or none".to_string(),
             };
             d.push(Diag::new(a.span, format!("attribute '{}' of '{}' must be {want}", a.name, inst.op)));
@@ -302,17 +304,17 @@ fn body(f: &Function, mesh: &Mesh, sigs: &HashMap<String, CalleeSig>, d: &mut Ve
             ok = false;
         }
         ok &= check_attrs(inst, mesh, d);
-        let callee = match &inst.callee {
-            Some(name) => match sigs.get(name) {
-                Some(s) => Some(s),
+        let mut callees = vec![];
+        for (k, name) in inst.callees.iter().enumerate() {
+            match sigs.get(name) {
+                Some(s) => callees.push(s),
                 None => {
-                    d.push(Diag::new(inst.callee_span, format!("unknown function @{name}")));
+                    let span = inst.callee_spans.get(k).copied().unwrap_or(inst.op_span);
+                    d.push(Diag::new(span, format!("unknown function @{name}")));
                     ok = false;
-                    None
                 }
-            },
-            None => None,
-        };
+            }
+        }
         if inst.operands.iter().any(|v| poisoned.contains(v)) {
             ok = false;
         }
@@ -324,7 +326,7 @@ fn body(f: &Function, mesh: &Mesh, sigs: &HashMap<String, CalleeSig>, d: &mut Ve
         let mut inferred = None;
         if ok {
             let operand_types: Vec<&TensorType> = inst.operands.iter().map(|&v| ty(f, fx, v)).collect();
-            let ctx = InferCtx { mesh, caller: f.kind, callee };
+            let ctx = InferCtx { mesh, caller: f.kind, callees };
             match infer(inst, &operand_types, inst.types_written.then_some(written.as_slice()), &ctx) {
                 Ok(t) => inferred = Some(t),
                 Err(e) => {
@@ -408,7 +410,13 @@ fn body(f: &Function, mesh: &Mesh, sigs: &HashMap<String, CalleeSig>, d: &mut Ve
 
 fn call_cycles(m: &Module, d: &mut Vec<Diag>) {
     let callees = |f: &Function| -> Vec<(String, Span)> {
-        f.body.iter().filter_map(|&i| f.insts[i].callee.clone().map(|c| (c, f.insts[i].callee_span))).collect()
+        f.body
+            .iter()
+            .flat_map(|&i| {
+                let inst = &f.insts[i];
+                inst.callees.iter().enumerate().map(|(k, c)| (c.clone(), inst.callee_spans.get(k).copied().unwrap_or(inst.span)))
+            })
+            .collect()
     };
     let by_name: HashMap<&str, &Function> = m.funcs.values().map(|f| (f.name.as_str(), f)).collect();
     // 0 = unvisited, 1 = on stack, 2 = done

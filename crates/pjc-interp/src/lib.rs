@@ -100,7 +100,7 @@ impl<'m> Interp<'m> {
             let operands: Vec<&Tensor> = inst.operands.iter().map(|v| &env[v]).collect();
             let results = match inst.op {
                 Opcode::Call => {
-                    let g = self.callee(inst.callee.as_deref())?;
+                    let g = self.callee(inst.callee())?;
                     let args = operands.into_iter().cloned().collect();
                     match (place, self.m.funcs[g].kind) {
                         (Place::Global, _) => self.call_global(g, args)?,
@@ -152,7 +152,7 @@ impl<'m> Interp<'m> {
         place: Place,
     ) -> Result<Vec<Tensor>, EvalError> {
         let err = |e: pjc_tensor::TensorError| self.internal(f, inst.op, e.to_string());
-        let g = self.callee(inst.callee.as_deref())?;
+        let g = self.callee(inst.callee())?;
         let in_dims: Vec<Option<usize>> = inst
             .attr("in_dims")
             .and_then(|a| a.as_list())

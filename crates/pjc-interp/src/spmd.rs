@@ -93,9 +93,9 @@ impl<'m> Interp<'m> {
                     })
                     .collect()
             } else if inst.op == Opcode::Call
-                && self.m.funcs[self.callee(inst.callee.as_deref())?].kind == FuncKind::Spmd
+                && self.m.funcs[self.callee(inst.callee())?].kind == FuncKind::Spmd
             {
-                let g = &self.m.funcs[self.callee(inst.callee.as_deref())?];
+                let g = &self.m.funcs[self.callee(inst.callee())?];
                 let a: Vec<Vec<Tensor>> =
                     env.iter().map(|env| inst.operands.iter().map(|v| env[v].clone()).collect()).collect();
                 self.run_spmd(g, a)?
@@ -121,7 +121,7 @@ impl<'m> Interp<'m> {
     fn one(&self, f: &Function, inst: &InstData, ops: &[&Tensor], place: Place) -> Result<Vec<Tensor>, crate::EvalError> {
         match inst.op {
             Opcode::Call => {
-                let g = self.callee(inst.callee.as_deref())?;
+                let g = self.callee(inst.callee())?;
                 self.run_local(&self.m.funcs[g], ops.iter().map(|t| (*t).clone()).collect(), place)
             }
             Opcode::Vmap => self.vmap_at(f, inst, ops, place),

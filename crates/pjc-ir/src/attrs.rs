@@ -5,7 +5,7 @@
 //! [`AttrError`] naming the op and the attribute — never a guessed value.
 
 use crate::{AttrValue, InstData, TensorType};
-use pjc_dialects::{AttrDef, AttrDefault, AttrError, Opcode, ReduceKind};
+use pjc_dialects::{AttrDef, AttrDefault, AttrError, Opcode, ReduceKind, ScatterKind};
 use std::borrow::Cow;
 
 /// The attributes of one instruction, defaults included.
@@ -66,6 +66,22 @@ impl<'a> Attrs<'a> {
         self.get(name)?.as_pairs().ok_or_else(|| self.error(name, "is not a list of pairs"))
     }
 
+    pub fn bool(&self, name: &str) -> R<bool> {
+        match *self.get(name)? {
+            AttrValue::Bool(b) => Ok(b),
+            _ => Err(self.error(name, "is not true or false")),
+        }
+    }
+
+    /// `scatter`'s combining kind (`scatter_add` is `add`).
+    pub fn scatter_kind(&self) -> R<ScatterKind> {
+        if self.inst.op == Opcode::ScatterAdd {
+            return Ok(ScatterKind::Add);
+        }
+        let k = self.ident("kind")?;
+        ScatterKind::from_name(&k).ok_or_else(|| self.error("kind", &format!("names no scatter kind: '{k}'")))
+    }
+
     pub fn ident(&self, name: &str) -> R<String> {
         self.get(name)?.as_ident().map(str::to_string).ok_or_else(|| self.error(name, "is not an identifier"))
     }
@@ -108,6 +124,7 @@ pub fn default_value(def: &AttrDef, window_rank: usize) -> Option<AttrValue> {
         AttrDefault::Required => return None,
         AttrDefault::Int(i) => AttrValue::Int(i),
         AttrDefault::Enum(s) => AttrValue::Ident(s.to_string()),
+        AttrDefault::Bool(b) => AttrValue::Bool(b),
         AttrDefault::EmptyList => AttrValue::List(vec![]),
         AttrDefault::Ones => AttrValue::int_list(&vec![1; n]),
         AttrDefault::Zeros => AttrValue::int_list(&vec![0; n]),

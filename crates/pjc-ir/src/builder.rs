@@ -118,7 +118,7 @@ impl<'a> Builder<'a> {
         op: Opcode,
         operands: &[Value],
         attrs: Vec<(&str, AttrValue)>,
-        callee: Option<&str>,
+        callees: &[String],
         written: Option<Vec<TensorType>>,
         name: &str,
     ) -> Result<Vec<Value>, InferError> {
@@ -139,11 +139,12 @@ impl<'a> Builder<'a> {
             })
             .map(|(n, v)| Attr { name: n.to_string(), value: v, span: Span::NONE })
             .collect();
-        inst.callee = callee.map(str::to_string);
+        inst.callees = callees.to_vec();
+        inst.callee_spans = vec![Span::NONE; callees.len()];
         inst.comments = Comments::default();
         let types = {
             let operand_types: Vec<&TensorType> = operands.iter().map(|&v| &self.func.values[v].ty).collect();
-            let ctx = InferCtx { mesh: self.mesh, caller: self.func.kind, callee: callee.and_then(|c| self.sigs.get(c)) };
+            let ctx = InferCtx { mesh: self.mesh, caller: self.func.kind, callees: callees.iter().filter_map(|c| self.sigs.get(c)).collect() };
             infer(&inst, &operand_types, written.as_deref(), &ctx)?
         };
         let id = self.func.insts.push(inst);
@@ -161,7 +162,7 @@ impl<'a> Builder<'a> {
     /// Like [`Builder::try_build`] for a single-result op whose operands the pass
     /// knows to be valid; an inference failure is a bug in the pass.
     pub fn build(&mut self, op: Opcode, operands: &[Value], attrs: Vec<(&str, AttrValue)>, name: &str) -> Value {
-        match self.try_build(op, operands, attrs, None, None, name) {
+        match self.try_build(op, operands, attrs, &[], None, name) {
             Ok(v) => v[0],
             Err(e) => panic!("pass built an invalid '{op}': {}", e.msg),
         }
@@ -176,7 +177,7 @@ impl<'a> Builder<'a> {
         ty: TensorType,
         name: &str,
     ) -> Value {
-        match self.try_build(op, operands, attrs, None, Some(vec![ty]), name) {
+        match self.try_build(op, operands, attrs, &[], Some(vec![ty]), name) {
             Ok(v) => v[0],
             Err(e) => panic!("pass built an invalid '{op}': {}", e.msg),
         }

@@ -44,8 +44,9 @@ pub struct InferCtx<'a> {
     pub mesh: &'a Mesh,
     /// The kind of the function containing the instruction.
     pub caller: FuncKind,
-    /// The signature of the named function, for `call`, `grad` and `vmap`.
-    pub callee: Option<&'a CalleeSig>,
+    /// The signatures of the named functions (`call`, `grad`, `vmap`: one;
+    /// `while`: cond and body; `scan`: the step; `switch`: the branches).
+    pub callees: Vec<&'a CalleeSig>,
 }
 
 /// Global type of a shard with sharding `s` (dims multiplied by their axes' sizes;
@@ -564,6 +565,49 @@ pub fn infer(
             }
             one(b.clone())
         }
+        Scatter => {
+            let (b, idx, upd) = (operands[0], operands[1], operands[2]);
+            let axis = cx.dim("axis", b.rank())?;
+            cx.ident("kind")?;
+            if !idx.dtype.is_int() {
+                return err(Blame::Operand(1), format!("scatter indices must be integers, got {}", idx.dtype));
+            }
+            let want = gather_shape(b, idx, axis);
+            if upd.dtype != b.dtype || upd.shape != want {
+                return err(Blame::Operand(2), format!("updates must be {}{} (the matching gather's shape), got {upd}", b.dtype, shape_str(&want)));
+            }
+            one(b.clone())
+        }
+        Sort => {
+            let a = a.unwrap();
+            if a.rank() == 0 {
+                return err(Blame::Operand(0), format!("sort needs operands of rank at least 1, got {a}"));
+            }
+            cx.dim("dim", a.rank())?;
+            for (i, t) in operands.iter().enumerate().skip(1) {
+                if t.shape != a.shape {
+                    return err(Blame::Operand(i), format!("sort operands must all have the shape {}, operand {i} is {t}", shape_str(&a.shape)));
+                }
+            }
+            let keys = cx.int("num_keys")?;
+            if keys < 1 || keys as usize > n {
+                return err(Blame::Attr("num_keys"), format!("'num_keys' must be between 1 and the number of operands ({n}), got {keys}"));
+            }
+            Ok(operands.iter().map(|t| (*t).clone()).collect())
+        }
+        TopK => {
+            let a = a.unwrap();
+            let Some(&last) = a.shape.last() else {
+                return err(Blame::Operand(0), format!("top_k needs an operand of rank at least 1, got {a}"));
+            };
+            let k = cx.int("k")?;
+            if k < 1 || k as u64 > last {
+                return err(Blame::Attr("k"), format!("'k' must be between 1 and the last dimension's size {last}, got {k}"));
+            }
+            let mut shape = a.shape.clone();
+            *shape.last_mut().unwrap() = k as u64;
+            Ok(vec![TensorType::new(a.dtype, shape.clone()), TensorType::new(DType::I32, shape)])
+        }
         AllReduce => {
             cx.axes("axes")?;
             cx.ident("kind")?;
@@ -829,8 +873,123 @@ fn call_site_type(cx: &Cx, t: &TensorType, s: Option<&Sharding>, callee: FuncKin
     }
 }
 
+fn type_list(ts: &[TensorType]) -> String {
+    format!("({})", ts.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", "))
+}
+
+/// `while`, `scan` and `switch` (section 7.1): the bodies' signatures against
+/// the carried and scanned operands.
+fn infer_control(cx: &Cx) -> R<Vec<TensorType>> {
+    let op = cx.inst.op;
+    let sigs = &cx.ctx.callees;
+    let want = match op {
+        Opcode::While => 2,
+        Opcode::Scan => 1,
+        _ => cx.inst.callees.len().max(1),
+    };
+    if sigs.len() != want || cx.inst.callees.len() != want {
+        return err(Blame::Op, match op {
+            Opcode::While => "'while' names a condition and a body: while @cond, @body(...)".to_string(),
+            Opcode::Scan => "'scan' names one step function: scan @step(...)".to_string(),
+            _ => "'switch' names one or more branches: switch %i, @b0, @b1(...)".to_string(),
+        });
+    }
+    for s in sigs.iter() {
+        if s.kind != cx.ctx.caller {
+            let (want, got) = match cx.ctx.caller {
+                FuncKind::Global => ("a func", "a spmd func"),
+                FuncKind::Spmd => ("a spmd func", "a func"),
+            };
+            return err(Blame::Op, format!("the body @{} of '{op}' must be {want} like the function it is in, it is {got} (call a spmd func from inside a func body instead)", s.name));
+        }
+    }
+    let params_of = |s: &CalleeSig| -> Vec<TensorType> { s.params.iter().map(|(t, _)| t.clone()).collect() };
+    let results_of = |s: &CalleeSig| -> Vec<TensorType> { s.results.iter().map(|(t, _)| t.clone()).collect() };
+    let args: Vec<TensorType> = cx.ops.iter().map(|t| (*t).clone()).collect();
+    let check_params = |s: &CalleeSig, want: &[TensorType], what: &str| -> R<()> {
+        let p = params_of(s);
+        if p != want {
+            return err(Blame::Op, format!("@{} must take {what} {}, it takes {}", s.name, type_list(want), type_list(&p)));
+        }
+        Ok(())
+    };
+    match op {
+        Opcode::While => {
+            let (c, b) = (sigs[0], sigs[1]);
+            if args.is_empty() {
+                return err(Blame::Op, "'while' needs at least one carried value");
+            }
+            check_params(c, &args, "the carried values")?;
+            if results_of(c) != [TensorType::scalar(DType::Pred)] {
+                return err(Blame::Op, format!("the condition @{} must return (pred[]), it returns {}", c.name, type_list(&results_of(c))));
+            }
+            check_params(b, &args, "the carried values")?;
+            if results_of(b) != args {
+                return err(Blame::Op, format!("the body @{} must return the carried values' types {}, it returns {}", b.name, type_list(&args), type_list(&results_of(b))));
+            }
+            Ok(args)
+        }
+        Opcode::Scan => {
+            let s = sigs[0];
+            let length = cx.int("length")?;
+            if length < 1 {
+                return err(Blame::Attr("length"), format!("'length' must be at least 1, got {length}"));
+            }
+            let carries = cx.int("carries")?;
+            if carries < 0 || carries as usize > args.len() {
+                return err(Blame::Attr("carries"), format!("'carries' must be between 0 and the number of operands ({}), got {carries}", args.len()));
+            }
+            if args.is_empty() {
+                return err(Blame::Op, "'scan' needs at least one operand");
+            }
+            let c = carries as usize;
+            let mut step_params: Vec<TensorType> = args[..c].to_vec();
+            for (i, t) in args.iter().enumerate().skip(c) {
+                if t.rank() == 0 || t.shape[0] != length as u64 {
+                    return err(Blame::Operand(i), format!("scanned operand {i} must have dimension 0 of size length={length}, it is {t}"));
+                }
+                let mut sl = t.clone();
+                sl.shape.remove(0);
+                step_params.push(sl);
+            }
+            check_params(s, &step_params, "the carries and one slice of each scanned operand")?;
+            let res = results_of(s);
+            if res.len() < c || res[..c] != args[..c] {
+                return err(Blame::Op, format!("@{} must return the carries' types {} first, it returns {}", s.name, type_list(&args[..c]), type_list(&res)));
+            }
+            let mut out = res[..c].to_vec();
+            for t in &res[c..] {
+                let mut st = t.clone();
+                st.shape.insert(0, length as u64);
+                out.push(st);
+            }
+            Ok(out)
+        }
+        _ => {
+            let Some(idx) = args.first() else {
+                return err(Blame::Op, "'switch' needs an index operand");
+            };
+            if !idx.is_scalar() || !idx.dtype.is_int() {
+                return err(Blame::Operand(0), format!("the switch index must be an integer scalar, got {idx}"));
+            }
+            let rest = &args[1..];
+            let r0 = results_of(sigs[0]);
+            for s in sigs.iter() {
+                check_params(s, rest, "the switch operands")?;
+                if results_of(s) != r0 {
+                    return err(Blame::Op, format!("every branch must return the same types: @{} returns {}, @{} returns {}", sigs[0].name, type_list(&r0), s.name, type_list(&results_of(s))));
+                }
+            }
+            Ok(r0)
+        }
+    }
+}
+
 fn infer_callee(cx: &Cx) -> R<Vec<TensorType>> {
-    let Some(sig) = cx.ctx.callee else {
+    if cx.inst.op.is_control() {
+        return infer_control(cx);
+    }
+    let Some(sig) = cx.ctx.callees.first().copied() else {
         return err(Blame::Op, "unknown function");
     };
     let op = cx.inst.op;

@@ -22,5 +22,5 @@ pub use module::{
     Attr, AttrValue, Comments, FuncKind, Function, InstData, Literal, Module, Number, ResultDecl, ValueData,
     ValueDef,
 };
-pub use pjc_dialects::{AttrError, BinaryOp, CollectiveKind, DType, Opcode, ReduceKind, UnaryOp};
+pub use pjc_dialects::{AttrError, BinaryOp, CollectiveKind, DType, Opcode, ReduceKind, ScatterKind, UnaryOp};
 pub use types::{DimSharding, Mesh, MeshAxis, Sharding, Span, TensorType};

@@ -125,9 +125,11 @@ pub struct InstData {
     pub operand_spans: Vec<Span>,
     pub results: Vec<Value>,
     pub attrs: Vec<Attr>,
-    /// `@f` for `call`, `grad` and `vmap`.
-    pub callee: Option<String>,
-    pub callee_span: Span,
+    /// The functions it names: `@f` for `call`, `grad`, `vmap` and `scan`;
+    /// `@cond, @body` for `while`; the branches of `switch`, in order.
+    pub callees: Vec<String>,
+    /// Where each callee is written.
+    pub callee_spans: Vec<Span>,
     /// The literal of a `constant`.
     pub literal: Option<Literal>,
     /// Whether the source wrote the result type(s).
@@ -149,8 +151,8 @@ impl InstData {
             operand_spans: vec![],
             results: vec![],
             attrs: vec![],
-            callee: None,
-            callee_span: Span::NONE,
+            callees: vec![],
+            callee_spans: vec![],
             literal: None,
             types_written: true,
             types_span: Span::NONE,
@@ -165,9 +167,30 @@ impl InstData {
     pub fn detached(&self) -> InstData {
         InstData {
             attrs: self.attrs.iter().map(|a| Attr { span: Span::NONE, ..a.clone() }).collect(),
-            callee: self.callee.clone(),
+            callees: self.callees.clone(),
             literal: self.literal.clone(),
             ..InstData::new(self.op)
+        }
+    }
+    /// The one function `call`, `grad`, `vmap` and `scan` name (the first callee).
+    pub fn callee(&self) -> Option<&str> {
+        self.callees.first().map(String::as_str)
+    }
+    /// Where the first callee is written.
+    pub fn callee_span(&self) -> Span {
+        self.callee_spans.first().copied().unwrap_or(self.span)
+    }
+    /// Names the single callee (call-like ops built by passes).
+    pub fn set_callee(&mut self, name: impl Into<String>) {
+        self.callees = vec![name.into()];
+        self.callee_spans = vec![Span::NONE];
+    }
+    /// The operands the bodies receive: all of them except `switch`'s index.
+    pub fn operands_of_bodies(&self) -> &[Value] {
+        if self.op == Opcode::Switch {
+            &self.operands[1..]
+        } else {
+            &self.operands
         }
     }
     pub fn attr(&self, name: &str) -> Option<&AttrValue> {
@@ -340,7 +363,7 @@ impl Module {
                 d.span = Span::NONE;
                 d.op_span = Span::NONE;
                 d.types_span = Span::NONE;
-                d.callee_span = Span::NONE;
+                d.callee_spans.iter_mut().for_each(|s| *s = Span::NONE);
                 d.types_written = true;
                 d.operand_spans.iter_mut().for_each(|s| *s = Span::NONE);
                 d.attrs.iter_mut().for_each(|a| a.span = Span::NONE);

@@ -73,8 +73,7 @@ pub fn varying_axes(f: &Function, m: &Module) -> HashMap<Value, Axes> {
         let ops: Vec<&Axes> = inst.operands.iter().map(|v| var.get(v).unwrap_or(&empty)).collect();
         let callee_results: Option<Vec<Option<Sharding>>> = match inst.op {
             Opcode::Call => inst
-                .callee
-                .as_deref()
+                .callee()
                 .and_then(|c| m.func_by_name(c))
                 .map(|id| &m.funcs[id])
                 .filter(|g| g.kind == FuncKind::Spmd)

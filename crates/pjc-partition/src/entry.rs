@@ -85,7 +85,7 @@ impl Partitioner<'_> {
                 value: inst.results.first().map(|&r| f.values[r].name.clone()),
             };
             if inst.op == pjc_ir::Opcode::Call {
-                let g = inst.callee.as_deref().and_then(|c| self.m.func_by_name(c)).ok_or_else(|| at(PartitionError(format!("unknown callee {:?}", inst.callee))))?;
+                let g = inst.callee().and_then(|c| self.m.func_by_name(c)).ok_or_else(|| at(PartitionError(format!("unknown callee {:?}", inst.callees))))?;
                 let gf = &self.m.funcs[g];
                 if gf.kind == FuncKind::Global {
                     let mut inner: HashMap<Value, Local> = HashMap::new();

@@ -273,7 +273,7 @@ fn emit(
     let attrs_ref: Vec<(&str, AttrValue)> = attrs.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
     let res = p
         .b()
-        .try_build(op, ops, attrs_ref, None, written.then(|| vec![local_ty.clone()]), name)
+        .try_build(op, ops, attrs_ref, &[], written.then(|| vec![local_ty.clone()]), name)
         .map_err(|e| PartitionError(format!("local {op} for %{name}: {}", e.msg)))?;
     if p.ty(res[0]) != local_ty {
         return Err(PartitionError(format!(
@@ -299,7 +299,7 @@ fn lower_spmd_call(
     env: &mut HashMap<Value, Local>,
     _targets: &[Vec<Vec<String>>],
 ) -> Result<(), PartitionError> {
-    let name = inst.callee.clone().unwrap_or_default();
+    let name = inst.callee().unwrap_or_default().to_string();
     let g = p.m.func_by_name(&name).ok_or_else(|| PartitionError(format!("unknown callee @{name}")))?;
     let gf = &p.m.funcs[g];
     if gf.kind != FuncKind::Spmd {
@@ -314,7 +314,7 @@ fn lower_spmd_call(
     }
     let rs = p
         .b()
-        .try_build(Opcode::Call, &args, vec![], Some(&name), None, &f.values[inst.results[0]].name)
+        .try_build(Opcode::Call, &args, vec![], &[name.clone()], None, &f.values[inst.results[0]].name)
         .map_err(|e| PartitionError(format!("call @{name}: {}", e.msg)))?;
     for (k, &r) in inst.results.iter().enumerate() {
         let decl = &gf.results[k];

@@ -249,7 +249,7 @@ pub fn propagate(m: &Module, entry: FuncId) -> Propagation {
             let def = inst.op.def();
             match def.sharding {
                 ShardingRule::Call => {
-                    let Some(g) = inst.callee.as_deref().and_then(|c| m.func_by_name(c)) else { continue };
+                    let Some(g) = inst.callee().and_then(|c| m.func_by_name(c)) else { continue };
                     let gf = &m.funcs[g];
                     for (k, &a) in inst.operands.iter().enumerate() {
                         links.push(Link {

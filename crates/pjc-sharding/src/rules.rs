@@ -60,7 +60,7 @@ pub fn factor_rule(f: &Function, inst: &InstData) -> FactorRule {
         ShardingRule::Custom(Custom::Convolution) => conv::rule(&mut r, &a, &ops, all[n], n),
         ShardingRule::Custom(Custom::Gather) => gather::rule(&mut r, &a, &ops, n, false),
         ShardingRule::Custom(Custom::ScatterAdd) => gather::rule(&mut r, &a, &ops, n, true),
-        ShardingRule::Call | ShardingRule::Manual | ShardingRule::Transform => Ok(()),
+        ShardingRule::Call | ShardingRule::ControlFlow | ShardingRule::Manual | ShardingRule::Transform => Ok(()),
     };
     match built {
         Ok(()) => r,
@@ -198,6 +198,7 @@ fn per_dim(r: &mut FactorRule, p: &PerDim, a: &Attrs, all: &[&TensorType], n: us
     let part: Vec<usize> = (0..=n).filter(|&t| all[t].rank() == rank).collect();
     let passes: Vec<bool> = match p.pass {
         DimTest::Always => vec![true; rank],
+        DimTest::NotLast => (0..rank).map(|d| d + 1 != rank).collect(),
         DimTest::NotAt(name) => {
             let at = a.index(name)?;
             (0..rank).map(|d| d != at).collect()

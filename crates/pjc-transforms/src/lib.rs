@@ -29,7 +29,7 @@ pub fn callees_first(m: &Module) -> Vec<FuncId> {
         seen[id.index()] = true;
         let f = &m.funcs[id];
         for &i in &f.body {
-            if let Some(c) = f.insts[i].callee.as_deref().and_then(|c| m.func_by_name(c)) {
+            for c in f.insts[i].callees.iter().filter_map(|c| m.func_by_name(c)) {
                 visit(m, c, seen, out);
             }
         }
@@ -60,7 +60,7 @@ pub fn expand(m: &mut Module) -> Result<(), TransformError> {
             }
             let op = data.op;
             let span = data.span;
-            let callee = data.callee.clone().unwrap_or_default();
+            let callee = data.callee().unwrap_or_default().to_string();
             let attrs = data.attrs.clone();
             // Operand types are part of the key: vmap over another batch size is
             // another function.
@@ -92,7 +92,7 @@ pub fn expand(m: &mut Module) -> Result<(), TransformError> {
             };
             let d = &mut m.funcs[id].insts[inst];
             d.op = Opcode::Call;
-            d.callee = Some(name);
+            d.set_callee(name);
             d.attrs.clear();
         }
     }

@@ -345,7 +345,7 @@ fn cse(f: &mut Function) -> bool {
         }
         let attrs: Vec<(&str, &AttrValue)> = d.attrs.iter().map(|a| (a.name.as_str(), &a.value)).collect();
         let types: Vec<String> = d.results.iter().map(|&r| f.values[r].ty.to_string()).collect();
-        let key = format!("{:?}|{:?}|{:?}|{:?}|{:?}|{:?}", d.op, d.operands, attrs, d.callee, d.literal, types);
+        let key = format!("{:?}|{:?}|{:?}|{:?}|{:?}|{:?}", d.op, d.operands, attrs, d.callees, d.literal, types);
         match seen.get(&key) {
             Some(prev) => {
                 for (&r, &p) in d.results.iter().zip(prev) {

@@ -91,14 +91,14 @@ fn expand_vmaps(m: &mut Module) -> Result<(), pjc_transforms::TransformError> {
             if m.funcs[id].insts[inst].op != Opcode::Vmap {
                 continue;
             }
-            let callee = m.funcs[id].insts[inst].callee.clone().unwrap();
+            let callee = m.funcs[id].insts[inst].callee().unwrap().to_string();
             let target = m.func_by_name(&callee).unwrap();
             let g = pjc_transforms::vmap::generate(m, target, &m.funcs[id].insts[inst])?;
             let name = g.name.clone();
             m.funcs.push(g);
             let d = &mut m.funcs[id].insts[inst];
             d.op = Opcode::Call;
-            d.callee = Some(name);
+            d.set_callee(name);
             d.attrs.clear();
         }
     }
@@ -254,7 +254,7 @@ fn unroll_vmaps(m: &mut Module) {
                     shape.remove(k);
                     args.push(b.build_typed(Opcode::Reshape, &[s], vec![], TensorType::new(t.dtype, shape), "ex"));
                 }
-                per.push(b.try_build(Opcode::Call, &args, vec![], d.callee.as_deref(), None, "ex").unwrap());
+                per.push(b.try_build(Opcode::Call, &args, vec![], &d.callees, None, "ex").unwrap());
             }
             for (j, &od) in out_dims.iter().enumerate() {
                 let parts: Vec<Value> = per
@@ -868,14 +868,14 @@ func @main(%w: f32[3], %b: f32[], %xs: f32[5,3]) -> (f32[5], f32[5,3], f32[5]) {
             if r.funcs[id].insts[inst].op != Opcode::Grad {
                 continue;
             }
-            let target = r.func_by_name(r.funcs[id].insts[inst].callee.as_deref().unwrap()).unwrap();
+            let target = r.func_by_name(r.funcs[id].insts[inst].callee().unwrap()).unwrap();
             let g = pjc_transforms::grad::generate(&r, target, &r.funcs[id].insts[inst])
                 .unwrap_or_else(|e| panic!("grad::generate: {}", e.msg));
             let name = g.name.clone();
             r.funcs.push(g);
             let d = &mut r.funcs[id].insts[inst];
             d.op = Opcode::Call;
-            d.callee = Some(name);
+            d.set_callee(name);
             d.attrs.clear();
         }
     }

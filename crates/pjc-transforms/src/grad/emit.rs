@@ -106,7 +106,7 @@ impl Gen<'_> {
         written: Option<TensorType>,
         name: &str,
     ) -> R<Value> {
-        match self.b.try_build(op, operands, attrs, None, written.map(|t| vec![t]), name) {
+        match self.b.try_build(op, operands, attrs, &[], written.map(|t| vec![t]), name) {
             Ok(v) => Ok(v[0]),
             Err(e) => Err(self.internal(format!("built an invalid '{op}': {}", e.msg))),
         }

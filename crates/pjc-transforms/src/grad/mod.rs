@@ -175,7 +175,7 @@ impl Cx<'_> {
                 if d.op != Opcode::Call {
                     continue;
                 }
-                let callee = d.callee.clone().unwrap_or_default();
+                let callee = d.callee().unwrap_or_default().to_string();
                 let Some(cid) = m.func_by_name(&callee) else { continue };
                 if m.funcs[cid].kind != FuncKind::Spmd || self.helper_of.contains_key(&callee) {
                     continue;
@@ -359,7 +359,7 @@ fn inline(b: &mut Builder, m: &Module, g: &Function, args: &[Value], prefix: &st
         match inst.op {
             op if op.is_transform() => return Err(err(format!("unexpanded '{op}'"))),
             Opcode::Call => {
-                let cname = inst.callee.clone().unwrap_or_default();
+                let cname = inst.callee().unwrap_or_default().to_string();
                 let cid = m.func_by_name(&cname).ok_or_else(|| err(format!("unknown function @{cname}")))?;
                 let c = &m.funcs[cid];
                 if !(global && c.kind == FuncKind::Spmd) {
@@ -370,7 +370,7 @@ fn inline(b: &mut Builder, m: &Module, g: &Function, args: &[Value], prefix: &st
                             // Keep the caller's constraint on the call's result.
                             let t = g.values[r].ty.clone();
                             let v = b
-                                .try_build(Opcode::Reshape, &[o], vec![], None, Some(vec![t]), &name_of(r))
+                                .try_build(Opcode::Reshape, &[o], vec![], &[], Some(vec![t]), &name_of(r))
                                 .map_err(|e| err(e.msg))?;
                             b.func.values[v[0]].sharding = Some(s.clone());
                             o = v[0];
@@ -386,7 +386,7 @@ fn inline(b: &mut Builder, m: &Module, g: &Function, args: &[Value], prefix: &st
         let attrs = inst.attrs.iter().map(|a| (a.name.as_str(), a.value.clone())).collect();
         let first = inst.results.first().map(|&r| name_of(r)).unwrap_or_default();
         let rs = b
-            .try_build(inst.op, &ops, attrs, inst.callee.as_deref(), Some(written), &first)
+            .try_build(inst.op, &ops, attrs, &inst.callees, Some(written), &first)
             .map_err(|e| err(format!("'{}': {}", inst.op, e.msg)))?;
         if let Some(lit) = &inst.literal {
             if let Some(&r0) = rs.first() {
@@ -487,7 +487,7 @@ impl Gen<'_> {
     /// The transpose of a call of a `spmd func` from a `func`: a call of its
     /// generated VJP.
     fn call_vjp(&mut self, inst: &InstData, cts: &[Option<Value>], want: &[bool]) -> R<Vec<Option<Value>>> {
-        let callee = inst.callee.clone().unwrap_or_default();
+        let callee = inst.callee().unwrap_or_default().to_string();
         let helper =
             self.helper_of.get(&callee).cloned().ok_or_else(|| self.internal(format!("no VJP of @{callee}")))?;
         let s =
@@ -505,7 +505,7 @@ impl Gen<'_> {
         }
         let outs = self
             .b
-            .try_build(Opcode::Call, &args, vec![], Some(&helper), None, &self.tmp("vjp"))
+            .try_build(Opcode::Call, &args, vec![], &[helper.clone()], None, &self.tmp("vjp"))
             .map_err(|e| self.internal(format!("call of @{helper}: {}", e.msg)))?;
         let mut res = vec![None; inst.operands.len()];
         let mut j = 0;

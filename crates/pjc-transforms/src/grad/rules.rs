@@ -335,6 +335,11 @@ pub(super) fn vjp(g: &mut Gen, inst: &InstData, ct: Value, want: &[bool]) -> R<V
             out[0] = Some(spmd::collective(g, inst, ct)?);
         }
         Call | Grad | Vmap => return Err(g.internal(format!("'{}' reached the per-op rules", inst.op))),
+        Scatter | Sort | TopK | While | Scan | Switch => {
+            if (0..n).any(w) {
+                return Err(g.unsupported(inst.op, "has no gradient rule yet"));
+            }
+        }
     }
     for (k, o) in out.iter_mut().enumerate() {
         if !w(k) {

@@ -45,7 +45,7 @@ impl Batcher<'_> {
         written: Option<TensorType>,
         name: &str,
     ) -> R<Value> {
-        let v = self.emit_multi(op, operands, attrs, None, written.map(|t| vec![t]), name)?;
+        let v = self.emit_multi(op, operands, attrs, &[], written.map(|t| vec![t]), name)?;
         v.first().copied().ok_or_else(|| self.internal(format!("'{op}' gave no result")))
     }
 
@@ -55,12 +55,12 @@ impl Batcher<'_> {
         op: Opcode,
         operands: &[Value],
         attrs: Vec<(&str, AttrValue)>,
-        callee: Option<&str>,
+        callees: &[String],
         written: Option<Vec<TensorType>>,
         name: &str,
     ) -> R<Vec<Value>> {
         self.b
-            .try_build(op, operands, attrs, callee, written, name)
+            .try_build(op, operands, attrs, callees, written, name)
             .map_err(|e| self.internal(format!("built an invalid '{op}': {}", e.msg)))
     }
 

@@ -229,7 +229,7 @@ impl Batcher<'_> {
         let operands: Vec<Value> = ops.iter().map(|o| o.v).collect();
         let written: Vec<TensorType> = inst.results.iter().map(|&r| f.values[r].ty.clone()).collect();
         let name = inst.results.first().map_or("v", |&r| f.values[r].name.as_str());
-        let res = self.emit_multi(inst.op, &operands, attrs_of(inst), inst.callee.as_deref(), Some(written), name)?;
+        let res = self.emit_multi(inst.op, &operands, attrs_of(inst), &inst.callees, Some(written), name)?;
         if let Some(lit) = &inst.literal {
             if let Some(&v) = res.first() {
                 if let ValueDef::Result(id, _) = self.b.func.values[v].def {

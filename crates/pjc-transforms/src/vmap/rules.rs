@@ -587,8 +587,7 @@ impl Batcher<'_> {
     /// from a `func` (`shard_map`), which is unrolled over the examples.
     fn call(&mut self, f: &Function, inst: &InstData, ops: &[Bv]) -> R<Vec<Bv>> {
         let callee = inst
-            .callee
-            .as_deref()
+            .callee()
             .and_then(|c| self.m.func_by_name(c))
             .ok_or_else(|| self.internal(format!("call of unknown function in @{}", f.name)))?;
         let g = &self.m.funcs[callee];
@@ -640,7 +639,7 @@ impl Batcher<'_> {
                     }
                 });
             }
-            per_example.push(self.emit_multi(Opcode::Call, &args, vec![], Some(&g.name), Some(written.clone()), &name)?);
+            per_example.push(self.emit_multi(Opcode::Call, &args, vec![], std::slice::from_ref(&g.name), Some(written.clone()), &name)?);
         }
         let mut outs = vec![];
         for (j, t) in written.iter().enumerate() {
