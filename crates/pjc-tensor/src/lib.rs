@@ -14,11 +14,13 @@ mod collective;
 mod conv;
 mod dot;
 mod reduce;
+mod sort;
 mod window;
 pub use collective::combine;
 pub use conv::{conv_geometry, conv_output_shape, convolution, parse_conv_dims, ConvDims, ConvGeometry};
 pub use dot::dot_general;
 pub use reduce::{argmax, argmin, reduce};
+pub use sort::{sort, sort_order, top_k};
 pub use window::{reduce_window, select_and_scatter_add, window_output_shape};
 
 /// The one numeric comparison of computed and expected tensors (tests).
@@ -31,6 +33,6 @@ mod structural;
 pub use elementwise::{binary, bitcast_convert, clamp, compare, convert, iota, select, unary};
 pub use io::{buf_from_le_bytes, buf_le_bytes, buf_to_le_bytes, decode_npy, npy_layout, read_named, safetensors_layouts, safetensors_to_bytes as safetensors_bytes, RawLayout, read_npy, read_safetensors, write_atomically, write_npy, write_outputs, write_safetensors};
 pub use structural::{
-    broadcast, concat, dynamic_slice, dynamic_update_slice, gather, pad, reshape, reverse, scatter_add, slice,
-    transpose,
+    broadcast, concat, dynamic_slice, dynamic_update_slice, gather, pad, reshape, reverse, scatter, scatter_add,
+    slice, transpose,
 };

@@ -1,6 +1,7 @@
 //! Reference kernels for PIR's data-movement ops (spec section 7): broadcast,
 //! reshape, transpose, slice, concat, dynamic_slice, dynamic_update_slice, pad,
-//! reverse, gather, and the one arithmetic member of the family, scatter_add.
+//! reverse, gather, and the arithmetic members of the family, scatter and
+//! scatter_add.
 //!
 //! Every movement kernel only computes an index map (`out[i] = src[map[i]]`) and
 //! applies it with [`Buf::take`], so one dtype-generic primitive moves the data
@@ -8,7 +9,9 @@
 //! Ops that mix two sources (pad, dynamic_update_slice, select) gather from the
 //! concatenation of both buffers.
 
+use crate::reduce::Kind;
 use crate::tensor::{invalid, strides, Buf, Lanes, Tensor, TensorError};
+use pjc_dialects::ScatterKind;
 
 /// The buffers one after the other. All parts must have one dtype (callers check).
 pub(crate) fn concat_bufs(parts: &[&Buf]) -> Buf {
@@ -311,25 +314,38 @@ pub fn gather(table: &Tensor, idx: &Tensor, axis: usize) -> Result<Tensor, Tenso
     Ok(Tensor::new(shape, table.data.take(&map)))
 }
 
-/// `scatter_add`: `base` with each slice of `updates` (shaped like the matching
-/// [`gather`] result) added at its index along `axis`. Duplicates accumulate;
-/// out-of-range indices (negative or >= n) are dropped. Floats accumulate in f64
-/// and round once at the end; integers wrap; pred ORs.
+/// `scatter_add`: [`scatter`] with kind `add` (the spec's name for it).
 pub fn scatter_add(base: &Tensor, idx: &Tensor, updates: &Tensor, axis: usize) -> Result<Tensor, TensorError> {
-    let shape = take_shape("scatter_add", base, idx, axis)?;
+    scatter(base, idx, updates, axis, ScatterKind::Add)
+}
+
+/// `scatter`: `base` with each slice of `updates` (shaped like the matching
+/// [`gather`] result) combined into it at its index along `axis`;
+/// out-of-range indices (negative or >= n) are dropped. `set` moves the
+/// update in bit for bit, and of duplicate indices the update last in
+/// row-major order of the index array wins. `add`, `mul`, `max` and `min`
+/// combine the base with every update at that position in that order, as
+/// their reductions do (floats in f64 rounded once at the end, so bf16/f16
+/// accumulate wider than f32; integers wrap; max/min propagate NaN and order
+/// -0.0 below +0.0; on pred add/max are or, mul/min are and).
+pub fn scatter(base: &Tensor, idx: &Tensor, updates: &Tensor, axis: usize, kind: ScatterKind) -> Result<Tensor, TensorError> {
+    let what = format!("scatter {{kind={kind}}}");
+    let shape = take_shape(&what, base, idx, axis)?;
     if updates.shape != shape || updates.dtype() != base.dtype() {
         return invalid(format!(
-            "scatter_add: updates {}{:?} should be {}{shape:?}",
+            "{what}: updates {}{:?} should be {}{shape:?}",
             updates.dtype(),
             updates.shape,
             base.dtype()
         ));
     }
-    let iv = index_values("scatter_add", idx)?;
+    let iv = index_values(&what, idx)?;
     let n = base.shape[axis];
     let outer: usize = base.shape[..axis].iter().product();
     let inner: usize = base.shape[axis + 1..].iter().product();
-    // (destination in base, source in updates) for every kept update element.
+    // (destination in base, source in updates) for every kept update element,
+    // in row-major order of the updates (so of the index array for one
+    // destination).
     let mut pairs = Vec::with_capacity(updates.len());
     for o in 0..outer {
         for (ki, &k) in iv.iter().enumerate() {
@@ -340,18 +356,24 @@ pub fn scatter_add(base: &Tensor, idx: &Tensor, updates: &Tensor, axis: usize) -
             pairs.extend((0..inner).map(|j| (dst + j, src + j)));
         }
     }
+    let Some(k) = kind.reduce_kind() else {
+        // set: element t of the result reads base[t] or, past base, an update.
+        let mut map: Vec<usize> = (0..base.len()).collect();
+        pairs.iter().for_each(|&(t, s)| map[t] = base.len() + s);
+        return Ok(Tensor::new(base.shape.clone(), concat_bufs(&[&base.data, &updates.data]).take(&map)));
+    };
     let d = base.dtype();
     let data = match (base.data.lanes(), updates.data.lanes()) {
         (Lanes::F(mut acc), Lanes::F(u)) => {
-            pairs.iter().for_each(|&(t, s)| acc[t] += u[s]);
+            pairs.iter().for_each(|&(t, s)| acc[t] = k.f_apply(acc[t], u[s]));
             Buf::from_lanes(d, Lanes::F(acc))
         }
         (Lanes::I(mut acc), Lanes::I(u)) => {
-            pairs.iter().for_each(|&(t, s)| acc[t] = acc[t].wrapping_add(u[s]));
+            pairs.iter().for_each(|&(t, s)| acc[t] = k.i_apply(acc[t], u[s]));
             Buf::from_lanes(d, Lanes::I(acc))
         }
         (Lanes::P(mut acc), Lanes::P(u)) => {
-            pairs.iter().for_each(|&(t, s)| acc[t] |= u[s]);
+            pairs.iter().for_each(|&(t, s)| acc[t] = k.p_apply(acc[t], u[s]));
             Buf::Pred(acc)
         }
         _ => unreachable!("operands of one dtype widen to one lane class"),
@@ -583,6 +605,63 @@ mod tests {
         assert_eq!(r.data, Buf::Pred(vec![false, true]));
         // Wrong updates shape.
         assert!(scatter_add(&base, &Tensor::new(vec![3], Buf::I32(vec![1, 1, 1])), &base, 0).is_err());
+    }
+
+    #[test]
+    fn scatter_set_last_duplicate_wins_bit_for_bit() {
+        // Index 1 three times (positions 0, 2, 3 of the index array), 7 and -1
+        // dropped; along axis 1 of a [2, 3] base, so each row picks its own.
+        let base = Tensor::new(vec![2, 3], Buf::F32(vec![0.5; 6]));
+        let idx = Tensor::new(vec![2, 2], Buf::I32(vec![1, 7, 1, 1]));
+        let nan = f32::from_bits(0x7FC0_1234);
+        let upd = Tensor::new(vec![2, 2, 2], Buf::F32(vec![1.0, 2.0, 3.0, -0.0, 5.0, 6.0, 7.0, nan]));
+        let r = scatter(&base, &idx, &upd, 1, ScatterKind::Set).unwrap();
+        let Buf::F32(v) = &r.data else { panic!() };
+        let bits: Vec<u32> = v.iter().map(|x| x.to_bits()).collect();
+        assert_eq!(bits, [0.5f32, -0.0, 0.5, 0.5, f32::from_bits(0x7FC0_1234), 0.5].map(f32::to_bits));
+        // pred set: the later false wins over the earlier true; 3 is dropped.
+        let base = Tensor::new(vec![3], Buf::Pred(vec![true, true, true]));
+        let r = scatter(
+            &base,
+            &Tensor::new(vec![3], Buf::I64(vec![0, 3, 0])),
+            &Tensor::new(vec![3], Buf::Pred(vec![true, true, false])),
+            0,
+            ScatterKind::Set,
+        )
+        .unwrap();
+        assert_eq!(r.data, Buf::Pred(vec![false, true, true]));
+    }
+
+    #[test]
+    fn scatter_mul_max_min() {
+        let idx = Tensor::new(vec![3], Buf::U32(vec![0, 0, 2]));
+        // Integers: mul wraps, max/min exact.
+        let base = Tensor::new(vec![3], Buf::I8(vec![3, 9, -4]));
+        let upd = Tensor::new(vec![3], Buf::I8(vec![10, 5, 100]));
+        assert_eq!(scatter(&base, &idx, &upd, 0, ScatterKind::Mul).unwrap().data, Buf::I8(vec![-106, 9, 112])); // 150 - 256, -400 + 512
+        assert_eq!(scatter(&base, &idx, &upd, 0, ScatterKind::Max).unwrap().data, Buf::I8(vec![10, 9, 100]));
+        assert_eq!(scatter(&base, &idx, &upd, 0, ScatterKind::Min).unwrap().data, Buf::I8(vec![3, 9, -4]));
+        // Floats: NaN propagates, -0.0 orders below +0.0.
+        let base = Tensor::new(vec![3], Buf::F32(vec![-0.0, 1.0, 0.0]));
+        let upd = Tensor::new(vec![3], Buf::F32(vec![0.0, f32::NAN, -0.0]));
+        let Buf::F32(mx) = scatter(&base, &idx, &upd, 0, ScatterKind::Max).unwrap().data else { panic!() };
+        assert!(mx[0].is_nan() && mx[1] == 1.0 && mx[2].to_bits() == 0);
+        let Buf::F32(mn) = scatter(&base, &idx, &upd, 0, ScatterKind::Min).unwrap().data else { panic!() };
+        assert!(mn[0].is_nan() && mn[2].to_bits() == 0x8000_0000);
+        // bf16 products round once at the end: 1.0078125 * 1.0234375 * 1.125
+        // is 1.1640625 in bf16, but 1.15625 when each product is rounded.
+        let b = |v: &[f32]| Buf::BF16(v.iter().map(|&x| bf16::from_f32(x)).collect());
+        let two = Tensor::new(vec![2], Buf::I32(vec![0, 0]));
+        let r = scatter(&Tensor::new(vec![1], b(&[1.0078125])), &two, &Tensor::new(vec![2], b(&[1.0234375, 1.125])), 0, ScatterKind::Mul)
+            .unwrap();
+        assert_eq!(r.data, b(&[1.1640625]));
+        // pred: mul/min are and, max is or.
+        let base = Tensor::new(vec![2], Buf::Pred(vec![true, false]));
+        let pi = Tensor::new(vec![2], Buf::I32(vec![0, 1]));
+        let pu = Tensor::new(vec![2], Buf::Pred(vec![false, true]));
+        assert_eq!(scatter(&base, &pi, &pu, 0, ScatterKind::Mul).unwrap().data, Buf::Pred(vec![false, false]));
+        assert_eq!(scatter(&base, &pi, &pu, 0, ScatterKind::Min).unwrap().data, Buf::Pred(vec![false, false]));
+        assert_eq!(scatter(&base, &pi, &pu, 0, ScatterKind::Max).unwrap().data, Buf::Pred(vec![true, true]));
     }
 
     #[test]
