@@ -46,13 +46,12 @@ def save_params(path, tree):
     names `export` gives the parameters (a leaf argument keeps its own name: `{"x": x}`).
     """
     import jax
-    import numpy as np
 
-    from ._export import leaf_names
+    from ._export import leaf_array, leaf_names
 
     names = leaf_names("", tree)
     leaves = jax.tree_util.tree_leaves(tree)
-    safetensors.write(path, {n: np.asarray(v) for n, v in zip(names, leaves)})
+    safetensors.write(path, {n: leaf_array(v) for n, v in zip(names, leaves)})
 
 
 def load_params(path):

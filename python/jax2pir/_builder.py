@@ -12,8 +12,8 @@ import re
 import numpy as np
 from jax.extend import core as jcore
 
-from ._text import (array_lit, attrs_str, pir_dtype, scalar_lit, sharding_str,
-                    type_str)
+from ._text import (array_lit, attrs_str, key_shape, pir_dtype, pir_type, scalar_lit,
+                    sharding_str, type_str)
 
 
 _NAME = re.compile(r"%([A-Za-z0-9_.]+)")
@@ -70,6 +70,16 @@ class Val:
         return f"%{self.name}: {self.type}"
 
 
+def empty(dtype, shape) -> Val:
+    """A zero-sized value: PIR has none, so it is never printed; the rules of `concatenate`
+    and `pad` drop it, and any other op that meets one is an error."""
+    return Val("<zero-sized>", dtype, shape)
+
+
+def is_empty(v) -> bool:
+    return 0 in v.shape
+
+
 class Builder:
     def __init__(self, module, name, spmd=False):
         self.module = module
@@ -86,6 +96,11 @@ class Builder:
         return self.module.fresh()
 
     def op(self, opname, operands, dtype, shape, attrs=None, sharding=None) -> Val:
+        if 0 in tuple(shape):  # PIR has no zero-sized arrays: such a value emits nothing
+            return empty(dtype, shape)
+        if any(is_empty(v) for v in operands):
+            raise UnsupportedError(f"jax2pir: a zero-sized operand of '{opname}' with a "
+                                   f"non-empty result (PIR has no zero-sized arrays)")
         r = Val(self.fresh(), dtype, shape)
         args = ", ".join("%" + v.name for v in operands)
         sp = " " if args else ""
@@ -105,6 +120,8 @@ class Builder:
 
     def const(self, value, dtype, shape=()) -> Val:
         """A constant filled with one scalar value (cached per function)."""
+        if 0 in tuple(shape):
+            return empty(dtype, shape)
         lit = scalar_lit(value, dtype)
         key = (lit, dtype, tuple(shape))
         if key not in self._const_cache:
@@ -119,7 +136,7 @@ class Builder:
         dtype = pir_dtype(arr.dtype)
         flat = arr.reshape(-1)
         if arr.size == 0:
-            raise UnsupportedError("jax2pir: zero-sized arrays have no PIR type")
+            return empty(dtype, arr.shape)
         if arr.ndim == 0 or bool(np.all(flat == flat[0])):
             return self.const(flat[0].item() if dtype != "bf16" else float(flat[0]), dtype, arr.shape)
         r = Val(self.fresh(), dtype, arr.shape)
@@ -198,7 +215,7 @@ class Builder:
 
     def run_jaxpr(self, jaxpr, consts, args):
         """Emit `jaxpr` with its invars bound to `args` (Vals); returns the outvars' Vals."""
-        from ._rules import RULES
+        from ._rules import KEY_OK, RULES
 
         env = {}
         for v, c in zip(jaxpr.constvars, consts):
@@ -211,7 +228,19 @@ class Builder:
             if rule is None:
                 fail(eqn, "no PIR translation for this primitive "
                           "(see the supported-primitive table in docs/jax.md)")
+            if eqn.primitive.name not in KEY_OK and any(
+                    key_shape(getattr(getattr(v, "aval", None), "dtype", None)) is not None
+                    for v in list(eqn.invars) + list(eqn.outvars)):
+                fail(eqn, "typed PRNG key arrays (key<...>) are not supported through this "
+                          "primitive (see docs/jax.md for the ones that are)")
             self.last_eqn = eqn
+            out_types = [pir_type(v.aval) for v in eqn.outvars]
+            if out_types and all(0 in shp for _, shp in out_types):
+                # Zero-sized results (an associative_scan's empty slices): nothing to emit.
+                for v, (d, shp) in zip(eqn.outvars, out_types):
+                    if not isinstance(v, jcore.DropVar):
+                        env[v] = empty(d, shp)
+                continue
             try:
                 outs = rule(self, eqn, ins)
             except UnsupportedError:
@@ -224,7 +253,7 @@ class Builder:
                 outs = [outs]
             for v, o in zip(eqn.outvars, outs):
                 if not isinstance(v, jcore.DropVar):
-                    want = (pir_dtype(v.aval.dtype), tuple(int(d) for d in v.aval.shape))
+                    want = pir_type(v.aval)
                     if (o.dtype, o.shape) != want:
                         raise UnsupportedError(
                             f"jax2pir: internal: '{eqn.primitive.name}' at {source_of(eqn)} gave "

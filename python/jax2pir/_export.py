@@ -19,7 +19,7 @@ import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
 from ._builder import Builder, UnsupportedError, Val
-from ._text import pir_dtype, sharding_str, type_str
+from ._text import key_shape, pir_type, sharding_str, type_str
 
 try:
     from jax.sharding import AbstractMesh
@@ -271,7 +271,7 @@ def export(fn, *example_args, mesh=None, in_shardings=None, out_shardings=None,
     sig = []
     pon = {}
     for nm, v, s in zip(pnames, jaxpr.invars, in_leaf):
-        val = Val(nm, pir_dtype(v.aval.dtype), v.aval.shape)
+        val = Val(nm, *pir_type(v.aval))
         params.append(val)
         entries = mod.spec_entries(s, len(val.shape))
         if entries is not None and "?" in entries:
@@ -280,6 +280,9 @@ def export(fn, *example_args, mesh=None, in_shardings=None, out_shardings=None,
         pon[nm] = on
         sig.append(f"%{nm}: {val.type}{on}")
     outs = b.run_jaxpr(jaxpr, closed.consts, params)
+    for nm, o in zip(rnames, outs):
+        if 0 in o.shape:
+            raise ExportError(f"result {nm} is zero-sized ({o.type}); PIR has no zero-sized arrays")
     res = []
     ret = []
     for i, (nm, o) in enumerate(zip(rnames, outs)):
@@ -307,9 +310,23 @@ def _same_structure(a, o) -> bool:
     if ta != to or len(la) != len(lo):
         return False
     for x, y in zip(la, lo):
-        if tuple(np.shape(x)) != tuple(y.shape) or np.dtype(jax.numpy.result_type(x)) != np.dtype(y.dtype):
+        if tuple(np.shape(x)) != tuple(y.shape):
+            return False
+        kx, ky = key_shape(getattr(x, "dtype", None)), key_shape(y.dtype)
+        if kx is not None or ky is not None:
+            if x.dtype != y.dtype:
+                return False
+        elif np.dtype(jax.numpy.result_type(x)) != np.dtype(y.dtype):
             return False
     return True
+
+
+def leaf_array(leaf):
+    """The numpy array a parameter file holds for an argument leaf (a typed PRNG key
+    array: its u32 key data, the PIR parameter's value)."""
+    if key_shape(getattr(leaf, "dtype", None)) is not None:
+        return np.asarray(jax.random.key_data(leaf))
+    return np.asarray(leaf)
 
 
 def _names_of_arg(pnames, args, i):
@@ -329,7 +346,7 @@ def param_dict(fn, *example_args, param_names=None):
         else:
             names = _names_for(entry, argn[i], a, f"param_names[{i}]")
         for n, leaf in zip(names, leaves):
-            out[n] = np.asarray(leaf)
+            out[n] = leaf_array(leaf)
     return out
 
 

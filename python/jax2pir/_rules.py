@@ -3,13 +3,19 @@
 A rule is `rule(builder, eqn, ins) -> Val | [Val]`, where `ins` are the PIR values of
 the equation's operands (literals already turned into scalar constants). Rules that
 need a rewrite (PIR has no such op) say so in a comment; docs/jax.md lists them all.
-Gather and scatter-add live in `_gather.py`, the shard_map collectives in `_spmd.py`.
+Gather and scatter-add live in `_gather.py`, the shard_map collectives in `_spmd.py`,
+the random-number primitives (threefry2x32 in integer ops) in `_random.py`.
 """
 
-from ._builder import UnsupportedError, Val, fail
-from ._text import FLOATS, pir_dtype
+from ._builder import UnsupportedError, Val, fail, is_empty
+from ._text import FLOATS, key_shape, pir_type
 
 RULES = {}
+
+# Primitives whose rules accept typed PRNG key arrays (key<fry>[S], carried as the
+# u32[S..., 2] key data): the structural ones below append the key dimension to their
+# parameters; the random_* rules (in _random.py) add themselves.
+KEY_OK = set()
 
 
 def rule(*names):
@@ -22,8 +28,16 @@ def rule(*names):
 
 
 def out_type(eqn, i=0):
-    aval = eqn.outvars[i].aval
-    return pir_dtype(aval.dtype), tuple(int(d) for d in aval.shape)
+    return pir_type(eqn.outvars[i].aval)
+
+
+def key_dims(eqn, i=0):
+    """The trailing key-data shape of result i when it is a typed key array, else ()."""
+    return key_shape(eqn.outvars[i].aval.dtype) or ()
+
+
+def key_ok(*names):
+    KEY_OK.update(names)
 
 
 # ---- elementwise ---------------------------------------------------------------------
@@ -136,6 +150,77 @@ def _erfc(b, eqn, ins):
     return b.op("sub", [b.const(1, dtype, shape), b.op("erf", ins, dtype, shape)], dtype, shape)
 
 
+# Giles, "Approximating the erfinv function" (single precision), the polynomial XLA's
+# ErfInv evaluates for f32: w = -log1p(-x*x); p(w - 2.5) for w < 5, q(sqrt(w) - 3) else.
+_ERFINV_LT5 = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+               0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_ERFINV_GE5 = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+               0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+@rule("erf_inv")
+def _erf_inv(b, eqn, ins):
+    # Rewrite: XLA's f32 approximation, step for step (Horner with a per-element choice
+    # of coefficients); erfinv(+-1) = +-inf. bf16/f16 are computed in f32, as XLA does.
+    # Agrees with JAX to a few ulp (XLA may fuse the Horner steps into FMAs, and log1p
+    # is not correctly rounded on either side).
+    dtype, shape = out_type(eqn)
+    if dtype == "f64":
+        fail(eqn, "erf_inv on f64 (only XLA's f32 approximation is exported; bf16/f16 use it)")
+    f = "f32"
+    x = b.convert(ins[0], f)
+
+    def c(v):
+        return b.const(v, f, shape)
+
+    def op(name, *args):
+        return b.op(name, list(args), f, shape)
+
+    w = op("neg", op("log1p", op("neg", op("mul", x, x))))
+    lt = b.op("compare", [w, c(5.0)], "pred", shape, {"dir": "lt"})
+    t = b.op("select", [lt, op("sub", w, c(2.5)), op("sub", op("sqrt", w), c(3.0))], f, shape)
+
+    def coef(i):
+        return b.op("select", [lt, c(_ERFINV_LT5[i]), c(_ERFINV_GE5[i])], f, shape)
+
+    p = coef(0)
+    for i in range(1, len(_ERFINV_LT5)):
+        p = op("add", coef(i), op("mul", p, t))
+    r = op("mul", p, x)
+    one = b.op("compare", [op("abs", x), c(1.0)], "pred", shape, {"dir": "eq"})
+    r = b.op("select", [one, op("mul", x, c(float("inf"))), r], f, shape)
+    return b.convert(r, dtype)
+
+
+@rule("nextafter")
+def _nextafter(b, eqn, ins):
+    # Rewrite on the bit pattern (as XLA does): step the magnitude by one ulp away from or
+    # toward zero; from +-0 the smallest subnormal with y's sign; x == y gives y; NaN in,
+    # NaN out.
+    dtype, shape = out_type(eqn)
+    x, y = (b.bcast_to(v, shape) for v in ins)
+    u = {"f64": "u64", "f32": "u32", "f16": "u16", "bf16": "u16"}[dtype]
+    sign = 1 << ({"u64": 64, "u32": 32, "u16": 16}[u] - 1)
+
+    def cmp(a, c, d):
+        return b.op("compare", [a, c], "pred", shape, {"dir": d})
+
+    def bits(v):
+        return b.op("bitcast_convert", [v], u, shape)
+
+    zero = b.const(0, dtype, shape)
+    away = b.op("xor", [cmp(x, zero, "lt"), cmp(x, y, "lt")], "pred", shape)
+    step = b.op("select", [away, b.const(1, u, shape), b.const((sign << 1) - 1, u, shape)], u, shape)
+    moved = b.op("add", [bits(x), step], u, shape)
+    tiny = b.op("or", [b.op("and", [bits(y), b.const(sign, u, shape)], u, shape),
+                       b.const(1, u, shape)], u, shape)
+    r = b.op("select", [cmp(x, zero, "eq"), tiny, moved], u, shape)
+    r = b.op("bitcast_convert", [r], dtype, shape)
+    r = b.op("select", [cmp(x, y, "eq"), y, r], dtype, shape)
+    isnan = b.op("or", [cmp(x, x, "ne"), cmp(y, y, "ne")], "pred", shape)
+    return b.op("select", [isnan, b.const(float("nan"), dtype, shape), r], dtype, shape)
+
+
 @rule("round")
 def _round(b, eqn, ins):
     dtype, shape = out_type(eqn)
@@ -154,6 +239,8 @@ def _clamp(b, eqn, ins):
 def _select_n(b, eqn, ins):
     dtype, shape = out_type(eqn)
     which, cases = ins[0], [b.bcast_to(c, shape) for c in ins[1:]]
+    if key_dims(eqn) and which.shape:  # a per-key choice covers the key's data too
+        which = b.broadcast(which, shape, list(range(len(which.shape))))
     if which.dtype == "pred":
         if len(cases) == 1:
             return cases[0]
@@ -196,11 +283,16 @@ def _reduce_precision(b, eqn, ins):
 
 
 @rule("stop_gradient", "copy", "copy_p", "pvary", "reshard", "optimization_barrier",
-      "device_put", "name")
+      "device_put", "name", "random_clone")
 def _identity(b, eqn, ins):
     # stop_gradient only matters to differentiation, which JAX has already done; the
-    # others are layout or scheduling hints with no meaning in PIR.
+    # others are layout or scheduling hints with no meaning in PIR (random_clone only
+    # marks a key as reusable).
     return list(ins)
+
+
+key_ok("stop_gradient", "copy", "copy_p", "pvary", "reshard", "optimization_barrier",
+       "device_put", "name", "random_clone")
 
 
 @rule("sharding_constraint")
@@ -223,6 +315,8 @@ def _broadcast_in_dim(b, eqn, ins):
     dtype, shape = out_type(eqn)
     x = ins[0]
     dims = [int(d) for d in eqn.params["broadcast_dimensions"]]
+    rank = len(eqn.outvars[0].aval.shape)
+    dims += list(range(rank, len(shape)))  # a key array's data dimension stays last
     return b.broadcast(x, shape, dims)
 
 
@@ -232,7 +326,8 @@ def _reshape(b, eqn, ins):
     x = ins[0]
     dims = eqn.params.get("dimensions")
     if dims is not None:  # XLA's reshape with a dimension order: transpose, then reshape
-        x = b.transpose(x, dims)
+        n = len(eqn.invars[0].aval.shape)
+        x = b.transpose(x, list(dims) + list(range(n, len(x.shape))))
     return b.reshape(x, shape)
 
 
@@ -244,7 +339,8 @@ def _squeeze(b, eqn, ins):
 
 @rule("transpose")
 def _transpose(b, eqn, ins):
-    return b.transpose(ins[0], eqn.params["permutation"])
+    perm = [int(p) for p in eqn.params["permutation"]]
+    return b.transpose(ins[0], perm + list(range(len(perm), len(ins[0].shape))))
 
 
 @rule("rev")
@@ -259,9 +355,39 @@ def _rev(b, eqn, ins):
 @rule("concatenate")
 def _concatenate(b, eqn, ins):
     dtype, shape = out_type(eqn)
+    ins = [v for v in ins if not is_empty(v)]  # zero-sized pieces add nothing
     if len(ins) == 1:
         return ins[0]
     return b.op("concat", ins, dtype, shape, {"dim": int(eqn.params["dimension"])})
+
+
+@rule("stack")
+def _stack(b, eqn, ins):
+    # Rewrite: each operand reshaped with a size-1 dimension at `axis`, then concat.
+    dtype, shape = out_type(eqn)
+    axis = int(eqn.params["axis"])
+    part = shape[:axis] + (1,) + shape[axis + 1:]
+    parts = [b.reshape(v, part) for v in ins]
+    if len(parts) == 1:
+        return parts[0]
+    return b.op("concat", parts, dtype, shape, {"dim": axis})
+
+
+@rule("unstack")
+def _unstack(b, eqn, ins):
+    # Rewrite: one slice per index along `axis`, reshaped without it.
+    x = ins[0]
+    axis = int(eqn.params["axis"])
+    outs = []
+    for i in range(x.shape[axis]):
+        lo = [0] * len(x.shape)
+        hi = list(x.shape)
+        lo[axis], hi[axis] = i, i + 1
+        part = list(x.shape)
+        part[axis] = 1
+        s = b.op("slice", [x], x.dtype, part, {"start": lo, "limit": hi})
+        outs.append(b.reshape(s, x.shape[:axis] + x.shape[axis + 1:]))
+    return outs
 
 
 @rule("split")
@@ -284,6 +410,8 @@ def _split(b, eqn, ins):
 def _pad(b, eqn, ins):
     dtype, shape = out_type(eqn)
     cfg = [tuple(int(c) for c in p) for p in eqn.params["padding_config"]]
+    if is_empty(ins[0]):  # padding a zero-sized array: all padding value
+        return b.broadcast(ins[1], shape, [])
     attrs = {"low": [c[0] for c in cfg], "high": [c[1] for c in cfg]}
     if any(c[2] for c in cfg):
         attrs["interior"] = [c[2] for c in cfg]
@@ -293,25 +421,30 @@ def _pad(b, eqn, ins):
 @rule("slice")
 def _slice(b, eqn, ins):
     dtype, shape = out_type(eqn)
-    attrs = {"start": [int(s) for s in eqn.params["start_indices"]],
-             "limit": [int(s) for s in eqn.params["limit_indices"]]}
+    kd = list(key_dims(eqn))
+    attrs = {"start": [int(s) for s in eqn.params["start_indices"]] + [0] * len(kd),
+             "limit": [int(s) for s in eqn.params["limit_indices"]] + kd}
     strides = eqn.params.get("strides")
     if strides is not None and any(int(s) != 1 for s in strides):
-        attrs["stride"] = [int(s) for s in strides]
+        attrs["stride"] = [int(s) for s in strides] + [1] * len(kd)
     return b.op("slice", ins, dtype, shape, attrs)
 
 
 @rule("dynamic_slice")
 def _dynamic_slice(b, eqn, ins):
     dtype, shape = out_type(eqn)
-    return b.op("dynamic_slice", ins, dtype, shape,
-                {"sizes": [int(s) for s in eqn.params["slice_sizes"]]})
+    kd = list(key_dims(eqn))
+    idx = list(ins[1:]) + [b.const(0, ins[1].dtype if len(ins) > 1 else "i32")] * len(kd)
+    return b.op("dynamic_slice", [ins[0]] + idx, dtype, shape,
+                {"sizes": [int(s) for s in eqn.params["slice_sizes"]] + kd})
 
 
 @rule("dynamic_update_slice")
 def _dynamic_update_slice(b, eqn, ins):
     dtype, shape = out_type(eqn)
-    return b.op("dynamic_update_slice", ins, dtype, shape)
+    kd = key_dims(eqn)
+    idx = list(ins[2:]) + [b.const(0, ins[2].dtype if len(ins) > 2 else "i32")] * len(kd)
+    return b.op("dynamic_update_slice", ins[:2] + idx, dtype, shape)
 
 
 @rule("iota")
@@ -473,6 +606,71 @@ def _cumulative(b, eqn, ins):
                 {"kind": kind, "window": window, "padding": padding})
 
 
+key_ok("broadcast_in_dim", "reshape", "squeeze", "expand_dims", "transpose", "rev",
+       "concatenate", "stack", "unstack", "split", "slice", "dynamic_slice",
+       "dynamic_update_slice", "select_n")
+
+
+def _prefix_scan(b, x, axis, reverse, combine, identity):
+    """Inclusive scan along `axis` in ceil(log2 n) steps (Hillis-Steele): at step k each
+    element is combined with the one k places before it (after it when `reverse`); the
+    first k have the identity instead (a `pad`)."""
+    n = x.shape[axis]
+    ident = b.const(identity, x.dtype)
+    k = 1
+    while k < n:
+        start = [0] * len(x.shape)
+        limit = list(x.shape)
+        low = [0] * len(x.shape)
+        high = [0] * len(x.shape)
+        if reverse:
+            start[axis], high[axis] = k, k
+        else:
+            limit[axis], low[axis] = n - k, k
+        part = list(x.shape)
+        part[axis] = n - k
+        s = b.op("slice", [x], x.dtype, part, {"start": start, "limit": limit})
+        shifted = b.op("pad", [s, ident], x.dtype, x.shape, {"low": low, "high": high})
+        x = combine(shifted, x) if not reverse else combine(x, shifted)
+        k *= 2
+    return x
+
+
+def _logaddexp(b, x, y):
+    """JAX's logaddexp: max + log1p(exp(-|x - y|)), or x + y where x - y is NaN (NaNs, or
+    infinities of one sign)."""
+    d, s = x.dtype, x.shape
+
+    def op(name, *args):
+        return b.op(name, list(args), d, s)
+
+    delta = op("sub", x, y)
+    isnan = b.op("compare", [delta, delta], "pred", s, {"dir": "ne"})
+    soft = op("add", op("max", x, y), op("log1p", op("exp", op("neg", op("abs", delta)))))
+    return b.op("select", [isnan, op("add", x, y), soft], d, s)
+
+
+@rule("cumprod", "cumlogsumexp")
+def _cumulative_scan(b, eqn, ins):
+    # Rewrite: PIR's reduce_window has no prod or logaddexp kind, so a log-step prefix
+    # scan of slice + pad + combine. Integer products are exact (wrapping); float results
+    # are reassociated (JAX's own order is a reduce_window's), within rounding.
+    dtype, shape = out_type(eqn)
+    axis, reverse = int(eqn.params["axis"]), bool(eqn.params["reverse"])
+    if eqn.primitive.name == "cumprod":
+        def combine(a, c):
+            return b.op("mul", [a, c], dtype, shape)
+        identity = 1
+    else:
+        if dtype not in FLOATS:
+            fail(eqn, "cumlogsumexp needs a float operand")
+
+        def combine(a, c):
+            return _logaddexp(b, a, c)
+        identity = float("-inf")
+    return _prefix_scan(b, ins[0], axis, reverse, combine, identity)
+
+
 # ---- calls: inlined ----------------------------------------------------------------
 
 
@@ -491,7 +689,11 @@ def _call(b, eqn, ins):
     return b.inline(sub, ins[len(ins) - n_in:])
 
 
+key_ok("jit", "pjit", "closed_call", "core_call", "remat", "checkpoint", "custom_jvp_call",
+       "custom_vjp_call", "custom_vjp_call_jaxpr", "remat2")
+
+
 # ---- shard_map and collectives ------------------------------------------------------
-from . import _gather, _spmd  # noqa: E402,F401  (they register their rules)
+from . import _gather, _random, _spmd  # noqa: E402,F401  (they register their rules)
 
 _ = (UnsupportedError, Val)

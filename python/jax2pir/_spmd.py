@@ -9,7 +9,7 @@ PIR's collectives.
 
 from ._builder import Builder, Val, fail
 from ._rules import RULES, out_type, rule
-from ._text import pir_dtype
+from ._text import pir_type
 
 
 def _axes(eqn, names):
@@ -62,7 +62,7 @@ def _shard_map(b, eqn, ins):
     params = []
     sig = []
     for i, (v, spec) in enumerate(zip(body.invars, in_specs)):
-        val = Val(mod.fresh(), pir_dtype(v.aval.dtype), v.aval.shape)
+        val = Val(mod.fresh(), *pir_type(v.aval))
         params.append(val)
         sig.append(f"%{val.name}: {val.type} {mod.spec_on(spec, len(val.shape), eqn)}")
     outs = sub.run_jaxpr(body, consts, params)

@@ -43,6 +43,24 @@ def pir_dtype(dtype) -> str:
                            f"(PIR has {', '.join(sorted(set(_DTYPES.values())))})") from None
 
 
+def key_shape(dtype):
+    """The trailing data shape of a typed PRNG key dtype (`key<fry>`: (2,)), or None."""
+    impl = getattr(dtype, "_impl", None)
+    if impl is None or not hasattr(impl, "key_shape"):
+        return None
+    return tuple(int(d) for d in impl.key_shape)
+
+
+def pir_type(aval):
+    """(PIR element type, shape) of a JAX aval. A typed key array key<fry>[S] is the
+    u32[S..., 2] array of its key data (what `random_unwrap` gives)."""
+    shape = tuple(int(d) for d in aval.shape)
+    ks = key_shape(aval.dtype)
+    if ks is not None:
+        return "u32", shape + ks
+    return pir_dtype(aval.dtype), shape
+
+
 def np_dtype(pir: str) -> np.dtype:
     """The numpy dtype of a PIR element type (bf16 through ml_dtypes)."""
     if pir == "bf16":

@@ -135,6 +135,110 @@ def convert_mixed(x):
     return y + h.astype(jnp.float32).sum()
 
 
+# ---- random numbers (threefry2x32, JAX's default PRNG) and cumulative ops -------------
+from jax import random  # noqa: E402
+import jax.extend  # noqa: E402,F401
+
+KEY = random.PRNGKey(42)   # raw u32[2] key data
+TKEY = random.key(7)       # a typed key<fry>[] argument (its parameter is u32[2])
+
+
+def random_bits(k):
+    return (random.bits(k, (3, 5)), random.bits(k, (7,), jnp.uint8), random.bits(k, (2, 3), jnp.uint16),
+            random.bits(k), random.bits(k, (1, 4, 1)))
+
+
+def uniform_bits(k):
+    u = random.uniform(k, (4, 33))
+    return (u, lax.bitcast_convert_type(u, jnp.uint32), random.uniform(k, (6,), jnp.bfloat16),
+            random.uniform(k, (3,), jnp.float16))
+
+
+def uniform_range(k):
+    # u * (max - min) + min: XLA on the CPU fuses this into one FMA, PIR rounds twice.
+    return random.uniform(k, (50,), minval=-2.0, maxval=3.0)
+
+
+def split_fold(k, i):
+    ks = random.split(k, 4)
+    grid = random.split(ks[2], (2, 3))
+    return ks, grid, random.fold_in(k, 123456789), random.fold_in(ks[1], i), random.bits(random.fold_in(k, i), (5,))
+
+
+def typed_keys(k, i):
+    ks = random.split(k, 5)
+    sub = ks[i]                                   # dynamic_slice of keys
+    pick = jnp.where(i > 2, ks[0], ks[4])         # select_n of keys
+    both = jnp.stack([sub, pick])                 # concatenate
+    grid = random.split(k, (2, 3)).T              # transpose
+    per_key = jax.vmap(lambda kk: random.uniform(kk, (3,)))(ks)  # random_bits over 5 keys
+    folded = jax.vmap(random.fold_in)(both, jnp.arange(2))  # fold_in of a key array
+    return (random.key_data(both), random.key_data(grid), per_key, random.key_data(folded),
+            random.split(k))                      # a typed key result: its u32 data
+
+
+def seeds(s32, s8):
+    return (random.PRNGKey(s32), random.key_data(random.key(s8)), random.bits(random.key(s32), (3,)),
+            random.PRNGKey(s8.astype(jnp.uint32) * 7))
+
+
+def threefry_direct(k, c):
+    # The primitive itself, as jax.extend.random exposes it (an odd count is padded).
+    y0, y1 = jax.extend.random.threefry2x32_p.bind(k[0], k[1], c, c * 3)
+    return jax.extend.random.threefry_2x32(k, c[:7]), y0, y1
+
+
+def normal(k):
+    return random.normal(k, (64, 64)), random.normal(k, (3, 5), jnp.bfloat16)
+
+
+def truncated(k):
+    return (random.truncated_normal(k, -2.0, 1.5, (200,)),
+            jax.nn.initializers.lecun_normal()(k, (16, 8)), random.categorical(k, jnp.arange(6.0), shape=(9,)))
+
+
+def nextafter(x, y):
+    special = jnp.array([0.0, -0.0, 1.0, -1.0, jnp.inf, -jnp.inf, jnp.nan, 1e-45, -1e-45, 3.4028235e38])
+    # Not towards a zero from a subnormal: XLA on the CPU compares with subnormals
+    # flushed to zero, so it answers nextafter(1e-45, -0.0) = -0.0 (PIR: +0.0).
+    xs = jnp.concatenate([x, special, special[:7], special])
+    ys = jnp.concatenate([y, jnp.full(10, 0.5), jnp.full(7, -0.0), jnp.full(10, jnp.inf)])
+    return lax.bitcast_convert_type(lax.nextafter(xs, ys), jnp.uint32)
+
+
+def erf_inv(x, edge):
+    # edge holds +-1 (and beyond): erfinv(+-1) = +-inf, |x| > 1 gives NaN.
+    y = lax.erf_inv(edge)
+    return lax.erf_inv(jnp.tanh(x)), jnp.isposinf(y), jnp.isneginf(y), jnp.isnan(y)
+
+
+def dropout_mask(k):
+    return random.bernoulli(k, 0.8, (16, 16)), random.bernoulli(k, jnp.linspace(0.0, 1.0, 7))
+
+
+def dropout(x, k):
+    keep = random.bernoulli(k, 0.75, x.shape)
+    return jnp.where(keep, x / 0.75, 0.0)
+
+
+def randint(k):
+    return random.randint(k, (6, 7), -5, 20), random.randint(k, (9,), 0, 200, jnp.uint8)
+
+
+def cumulative(x):
+    return (jnp.cumprod(x, axis=1), lax.cumprod(x, axis=0, reverse=True), lax.cumlogsumexp(x, axis=1),
+            lax.cumlogsumexp(x, axis=0, reverse=True), jnp.cumsum(x, 0), lax.cummax(x, axis=1, reverse=True),
+            lax.cummin(x, axis=0), lax.cumlogsumexp(jnp.where(x > 1.0, -jnp.inf, x), axis=1))
+
+
+def cumulative_ints(a):
+    return jnp.cumprod(a, axis=1), lax.cumsum(a, axis=0, reverse=True), lax.cumprod(a.astype(jnp.uint32), axis=0)
+
+
+def cumprod_lse(x):
+    return jnp.cumprod(x * 0.5 + 1.0, axis=1) + lax.cumlogsumexp(x, axis=0, reverse=True)
+
+
 x4 = f32(4, 6)
 CASES = [
     ("elementwise", elementwise, (f32(4, 6), f32(4, 6)), 2e-5),
@@ -157,4 +261,24 @@ CASES = [
     ("ints", ints, (i32(100, 8), i32(5, 8)), 0.0),
     ("matmuls", g(matmuls), (f32(2, 3, 4), f32(2, 4, 5), f32(4, 5)), 1e-5),
     ("bf16", convert_mixed, (f32(4, 8),), 1e-2),
+    # Random bits, uniform floats and keys must be bit-exact (tolerance 0).
+    ("random_bits", random_bits, (KEY,), 0.0),
+    ("random_uniform", uniform_bits, (KEY,), 0.0),
+    ("random_uniform_range", uniform_range, (KEY,), 2.5e-7),
+    ("random_split_fold_in", split_fold, (KEY, jnp.int32(-5)), 0.0),
+    ("random_typed_keys", typed_keys, (TKEY, jnp.int32(3)), 0.0),
+    ("random_seed", seeds, (jnp.int32(-123), jnp.int8(-3)), 0.0),
+    ("threefry2x32", threefry_direct, (KEY, jnp.arange(8, dtype=jnp.uint32) * 77), 0.0),
+    ("dropout_mask", dropout_mask, (KEY,), 0.0),
+    ("grad_dropout", g(dropout), (f32(8, 16), KEY), 1e-6),
+    ("randint", randint, (KEY,), 0.0),
+    # erf_inv is XLA's f32 polynomial, not bit-exact (FMA, log1p): a few ulp.
+    ("random_normal", normal, (KEY,), 1e-6),
+    ("truncated_normal", truncated, (KEY,), 1e-6),
+    ("nextafter", nextafter, (f32(12), jnp.asarray(np.repeat([0.0, 1.0, -np.inf], 4), jnp.float32)), 0.0),
+    ("erf_inv", erf_inv, (f32(4, 6), jnp.array([1.0, -1.0, 1.5, 0.0], jnp.float32)), 1e-6),
+    ("grad_erf_inv", g(lambda x: lax.erf_inv(jnp.tanh(x))), (f32(4, 6),), 1e-5),
+    ("cumulative", cumulative, (f32(5, 7),), 1e-5),
+    ("cumulative_ints", cumulative_ints, (i32(7, 5, 7) - 3,), 0.0),
+    ("grad_cumprod_cumlogsumexp", g(cumprod_lse), (f32(5, 7),), 1e-5),
 ]

@@ -62,6 +62,25 @@ def _primitive_tests():
 _primitive_tests()
 
 
+@test
+def random_x64():
+    """64-bit random bits, f64 uniforms and an int64 seed (these need jax_enable_x64)."""
+    from jax import random
+
+    def rand64(k, s):
+        b = random.bits(k, (5, 3), jnp.uint64)
+        return ((b >> 32).astype(jnp.uint32), (b & 0xFFFFFFFF).astype(jnp.uint32),
+                random.uniform(k, (6,), jnp.float64), random.PRNGKey(s), random.key_data(random.key(s + 7)),
+                random.randint(k, (4,), -(2 ** 40), 2 ** 40, jnp.int64) % 1000)
+
+    with jax.enable_x64(True):
+        args = (random.PRNGKey(3), jnp.int64(-(2 ** 40) - 5))
+        pir = jax2pir.export(rand64, *args)
+        assert "u64[5,3]" in pir and "%s: i64[]" in pir, pir[:2000]
+        err = common.agree(rand64, args, rtol=0.0)
+    return f"u64 bits, f64 uniform, int64 seeds, int64 randint bit-exact (max error {err:.1e})"
+
+
 # ---- 2. shard_map ----------------------------------------------------------------------
 def _mesh():
     from jax.sharding import Mesh
@@ -154,6 +173,30 @@ def unsupported_primitive_error():
         assert "'sort'" in msg and f"run.py:{line}" in msg, msg
         return msg
     raise AssertionError("no error for sort")
+
+
+@test
+def random_unsupported_errors():
+    from jax import random
+
+    msgs = []
+    try:
+        jax2pir.export(lambda s: random.bits(random.key(s, impl="rbg"), (3,)), jnp.int32(0))
+        raise AssertionError("no error for the rbg PRNG")
+    except jax2pir.UnsupportedError as e:
+        assert "'rbg'" in str(e) and "threefry2x32" in str(e), str(e)
+        msgs.append(str(e).split(": ", 2)[-1])
+    old = jax.config.jax_threefry_partitionable
+    jax.config.update("jax_threefry_partitionable", False)
+    try:
+        jax2pir.export(lambda k: random.bits(k, (3,)), random.PRNGKey(0))
+        raise AssertionError("no error with jax_threefry_partitionable=False")
+    except jax2pir.UnsupportedError as e:
+        assert "jax_threefry_partitionable" in str(e), str(e)
+        msgs.append(str(e).split(": ", 2)[-1])
+    finally:
+        jax.config.update("jax_threefry_partitionable", old)
+    return "; ".join(msgs)
 
 
 @test
@@ -266,6 +309,46 @@ def model_batch(pir_path):
     sig = Path(pir_path).read_text().split("func @main(", 1)[1].split(")", 1)[0]
     m = re.search(r"%\w+: \w+\[(\d+)[,\]][^%]*on \[data", sig)
     return int(m.group(1))
+
+
+@test
+def random_sharded_compiled():
+    """Random bits are elementwise in the position: a batch-split dropout compiled for 4
+    processes gives JAX's bits on every shard (and its normals to a few ulp)."""
+    import subprocess
+
+    from jax import random
+    from jax.sharding import PartitionSpec as P
+
+    def noisy_dropout(x, k):
+        keep = random.bernoulli(k, 0.75, x.shape)
+        return (keep, random.bits(k, x.shape), random.normal(random.fold_in(k, 1), x.shape),
+                jnp.where(keep, x / 0.75, 0.0))
+
+    x = jnp.asarray(np.random.default_rng(5).standard_normal((64, 24)), jnp.float32)
+    k = random.PRNGKey(11)
+    pir = jax2pir.export(noisy_dropout, x, k, mesh={"data": 4}, in_shardings=(P("data"), None),
+                         out_shardings=(P("data"),) * 4)
+    want = [np.asarray(w) for w in noisy_dropout(x, k)]
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        (tmp / "m.pir").write_text(pir)
+        common.run([common.PJC, "compile", tmp / "m.pir", "-o", tmp / "m.bin"])
+        jax2pir.save_params(tmp / "in.safetensors", {"x": x, "k": k})
+        cmd = ["mpirun", "--oversubscribe", "-np", "4", str(tmp / "m.bin"), "--inputs", str(tmp / "in.safetensors"),
+               "--device", "cpu", "--output", str(tmp / "out.safetensors")]
+        p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **training.MPI_ENV}, timeout=600)
+        if p.returncode != 0:
+            raise AssertionError(f"mpirun failed ({p.returncode}): {p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+        got = jax2pir.load_params(tmp / "out.safetensors")
+    for i in (0, 1):
+        if not np.array_equal(got[f"out{i}"], want[i]):
+            raise AssertionError(f"out{i} is not JAX's bit for bit")
+    # Normals: erf_inv to a few ulp; the dropout output: XLA multiplies by 1/0.75.
+    e = max(common.rel_err(got["out2"], want[2]), common.rel_err(got["out3"], want[3]))
+    if not e <= 1e-6:
+        raise AssertionError(f"normals or dropout output differ by {e:.3g}")
+    return f"mask and bits bit-exact on 4 processes, normals and dropout output within {e:.1e}"
 
 
 STEPS_M = {"jax_mlp": 512, "jax_gpt": 64, "jax_resnet": 32}
