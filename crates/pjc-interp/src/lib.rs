@@ -7,16 +7,19 @@
 //! per device, collectives combine the per-device values of each group exactly
 //! as spec section 8 says. A `func` calling a `spmd func` (shard_map) splits the
 //! global arguments by the callee's signature shardings and assembles the
-//! results the same way.
+//! results the same way. Control flow (`control.rs`) runs its bodies like
+//! calls, in lockstep across the devices inside a `spmd func`.
 
+mod control;
 mod ops;
 mod spmd;
 
-pub use ops::eval_inst;
+pub use ops::{eval_inst, eval_inst_results};
 
-use pjc_ir::{FuncId, FuncKind, Function, Mesh, Module, Opcode, Value};
+use pjc_ir::{FuncId, FuncKind, Function, InstData, Mesh, Module, Opcode, Value};
 use pjc_tensor::Tensor;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 /// A failure while running a verified program. Verified programs only fail on
 /// unsupported features; anything else is a bug in pjc and says so.
@@ -26,6 +29,8 @@ pub enum EvalError {
     Unsupported(String),
     #[error("internal error in the interpreter at '{op}' in @{func}: {msg}")]
     Internal { func: String, op: String, msg: String },
+    #[error("the {what} of '{op}' in @{func} differs across devices ({values}); it must be the same on every device (spec section 5)")]
+    Divergent { func: String, op: String, what: &'static str, values: String },
     #[error("value %{value} of @{func} ({ty}) needs {needed} bytes in the interpreter, more than this machine's {available} bytes of available memory")]
     OutOfMemory { func: String, value: String, ty: String, needed: u128, available: u64 },
 }
@@ -67,8 +72,13 @@ pub fn check_memory(m: &Module, available: u64) -> Result<(), EvalError> {
 /// order, already of the parameter's global type) and returns its results.
 pub fn eval(m: &Module, entry: FuncId, inputs: Vec<Tensor>) -> Result<Vec<Tensor>, EvalError> {
     let it = Interp { m, mesh: m.mesh_or_single() };
-    it.call_global(entry, inputs)
+    let results = it.call_global(entry, inputs.into_iter().map(Rc::new).collect())?;
+    Ok(results.into_iter().map(|r| Rc::try_unwrap(r).unwrap_or_else(|r| (*r).clone())).collect())
 }
+
+/// A value while the interpreter runs: shared, so that passing it to a call
+/// or around a loop copies no elements.
+pub(crate) type Val = Rc<Tensor>;
 
 pub(crate) struct Interp<'m> {
     pub m: &'m Module,
@@ -84,7 +94,7 @@ pub(crate) enum Place {
 
 impl<'m> Interp<'m> {
     /// Calls a function from the global view (the entry, or a `call` in a `func`).
-    pub fn call_global(&self, id: FuncId, args: Vec<Tensor>) -> Result<Vec<Tensor>, EvalError> {
+    pub fn call_global(&self, id: FuncId, args: Vec<Val>) -> Result<Vec<Val>, EvalError> {
         let f = &self.m.funcs[id];
         match f.kind {
             FuncKind::Global => self.run_local(f, args, Place::Global),
@@ -92,41 +102,59 @@ impl<'m> Interp<'m> {
         }
     }
 
-    /// Runs a body that has no collectives in one place (global view or one device).
-    pub fn run_local(&self, f: &Function, args: Vec<Tensor>, place: Place) -> Result<Vec<Tensor>, EvalError> {
-        let mut env: HashMap<Value, Tensor> = f.params.iter().copied().zip(args).collect();
+    /// Calls function `id` from a `func` running in `place`.
+    fn call_at(&self, id: FuncId, args: Vec<Val>, place: Place) -> Result<Vec<Val>, EvalError> {
+        match (place, self.m.funcs[id].kind) {
+            (Place::Global, _) => self.call_global(id, args),
+            (Place::Device, FuncKind::Global) => self.run_local(&self.m.funcs[id], args, place),
+            (Place::Device, FuncKind::Spmd) => Err(self.internal(&self.m.funcs[id], Opcode::Call, "spmd call outside lockstep".into())),
+        }
+    }
+
+    /// Runs a `func` body in one place (the global view, or one device when a
+    /// `spmd func` calls a `func`).
+    pub fn run_local(&self, f: &Function, args: Vec<Val>, place: Place) -> Result<Vec<Val>, EvalError> {
+        let mut env: HashMap<Value, Val> = f.params.iter().copied().zip(args).collect();
         for &i in &f.body {
             let inst = &f.insts[i];
-            let operands: Vec<&Tensor> = inst.operands.iter().map(|v| &env[v]).collect();
-            let results = match inst.op {
-                Opcode::Call => {
-                    let g = self.callee(inst.callee())?;
-                    let args = operands.into_iter().cloned().collect();
-                    match (place, self.m.funcs[g].kind) {
-                        (Place::Global, _) => self.call_global(g, args)?,
-                        (Place::Device, FuncKind::Global) => self.run_local(&self.m.funcs[g], args, place)?,
-                        (Place::Device, FuncKind::Spmd) => {
-                            return Err(self.internal(f, inst.op, "spmd call outside lockstep".into()))
-                        }
-                    }
-                }
-                Opcode::Vmap => self.vmap_at(f, inst, &operands, place)?,
-                Opcode::Grad => {
-                    return Err(EvalError::Unsupported(format!(
-                        "'grad' in @{} is expanded by the compiler's autodiff transform, which pjc eval does not run yet",
-                        f.name
-                    )))
-                }
-                _ if inst.op.def().context == pjc_dialects::Context::SpmdOnly => {
-                    return Err(self.internal(f, inst.op, "collective outside a spmd func".into()))
-                }
-                _ => vec![ops::eval_inst(inst, &operands, &f.values[inst.results[0]].ty).map_err(|e| self.internal(f, inst.op, e.to_string()))?],
-            };
-            for (r, t) in inst.results.iter().zip(results) {
-                env.insert(*r, t);
-            }
+            let operands: Vec<Val> = inst.operands.iter().map(|v| env[v].clone()).collect();
+            let results = self.local_inst(f, inst, operands, place)?;
+            env.extend(inst.results.iter().copied().zip(results));
         }
         Ok(f.ret.iter().map(|v| env[v].clone()).collect())
+    }
+
+    /// One instruction of a `func` running in `place` (a `spmd func`'s
+    /// instructions that need no other device run here too, per device).
+    pub(crate) fn local_inst(&self, f: &Function, inst: &InstData, operands: Vec<Val>, place: Place) -> Result<Vec<Val>, EvalError> {
+        match inst.op {
+            Opcode::Call => self.call_at(self.callee(inst.callee())?, operands, place),
+            Opcode::Vmap => self.vmap_at(f, inst, &operands, place),
+            Opcode::Grad => Err(EvalError::Unsupported(format!(
+                "'grad' in @{} is expanded by the compiler's autodiff transform, which pjc eval does not run yet",
+                f.name
+            ))),
+            _ if inst.op.is_control() => {
+                let run = |g: FuncId, mut args: Vec<Vec<Val>>| -> Result<Vec<Vec<Val>>, EvalError> {
+                    let one = args.pop().expect("one place");
+                    Ok(vec![self.call_at(g, one, place)?])
+                };
+                Ok(self.control(f, inst, vec![operands], &run)?.pop().expect("one place"))
+            }
+            _ if inst.op.def().context == pjc_dialects::Context::SpmdOnly => {
+                Err(self.internal(f, inst.op, "collective outside a spmd func".into()))
+            }
+            _ => {
+                let refs: Vec<&Tensor> = operands.iter().map(|t| &**t).collect();
+                Ok(self.eval_op(f, inst, &refs)?.into_iter().map(Rc::new).collect())
+            }
+        }
+    }
+
+    /// An instruction [`eval_inst_results`] evaluates, its errors located in `f`.
+    fn eval_op(&self, f: &Function, inst: &InstData, operands: &[&Tensor]) -> Result<Vec<Tensor>, EvalError> {
+        let types: Vec<&pjc_ir::TensorType> = inst.results.iter().map(|r| &f.values[*r].ty).collect();
+        ops::eval_inst_results(inst, operands, &types).map_err(|e| self.internal(f, inst.op, e.to_string()))
     }
 
     pub fn callee(&self, name: Option<&str>) -> Result<FuncId, EvalError> {
@@ -144,13 +172,7 @@ impl<'m> Interp<'m> {
     /// `vmap`: a loop of calls over the mapped dimension, results stacked along
     /// `out_dims` (an output that ignores the mapped inputs is broadcast by the
     /// stacking itself).
-    pub(crate) fn vmap_at(
-        &self,
-        f: &Function,
-        inst: &pjc_ir::InstData,
-        operands: &[&Tensor],
-        place: Place,
-    ) -> Result<Vec<Tensor>, EvalError> {
+    fn vmap_at(&self, f: &Function, inst: &InstData, operands: &[Val], place: Place) -> Result<Vec<Val>, EvalError> {
         let err = |e: pjc_tensor::TensorError| self.internal(f, inst.op, e.to_string());
         let g = self.callee(inst.callee())?;
         let in_dims: Vec<Option<usize>> = inst
@@ -167,44 +189,26 @@ impl<'m> Interp<'m> {
             .zip(&in_dims)
             .find_map(|(t, d)| d.map(|d| t.shape[d]))
             .ok_or_else(|| self.internal(f, inst.op, "no mapped operand".into()))?;
-        let mut per_step: Vec<Vec<Tensor>> = vec![];
+        let mut per_step: Vec<Vec<Val>> = vec![];
         for b in 0..batch {
-            let mut args = vec![];
-            for (t, d) in operands.iter().zip(&in_dims) {
-                args.push(match d {
-                    None => (*t).clone(),
-                    Some(d) => {
-                        let mut start = vec![0; t.rank()];
-                        let mut limit = t.shape.clone();
-                        start[*d] = b;
-                        limit[*d] = b + 1;
-                        let s = pjc_tensor::slice(t, &start, &limit, &vec![1; t.rank()]).map_err(err)?;
-                        let mut shape = t.shape.clone();
-                        shape.remove(*d);
-                        pjc_tensor::reshape(&s, &shape).map_err(err)?
-                    }
-                });
-            }
-            let out = match place {
-                Place::Global => self.call_global(g, args)?,
-                Place::Device => self.run_local(&self.m.funcs[g], args, place)?,
-            };
-            per_step.push(out);
-        }
-        let mut results = vec![];
-        for (k, &od) in out_dims.iter().enumerate() {
-            let parts: Vec<Tensor> = per_step
+            let args = operands
                 .iter()
-                .map(|outs| {
-                    let mut shape = outs[k].shape.clone();
-                    shape.insert(od, 1);
-                    pjc_tensor::reshape(&outs[k], &shape)
+                .zip(&in_dims)
+                .map(|(t, d)| match d {
+                    None => Ok(t.clone()),
+                    Some(d) => pjc_tensor::index_along(t, *d, b).map(Rc::new),
                 })
                 .collect::<Result<_, _>>()
                 .map_err(err)?;
-            let refs: Vec<&Tensor> = parts.iter().collect();
-            results.push(pjc_tensor::concat(&refs, od).map_err(err)?);
+            per_step.push(self.call_at(g, args, place)?);
         }
-        Ok(results)
+        out_dims
+            .iter()
+            .enumerate()
+            .map(|(k, &od)| {
+                let parts: Vec<&Tensor> = per_step.iter().map(|outs| &*outs[k]).collect();
+                pjc_tensor::stack(&parts, od).map(Rc::new).map_err(err)
+            })
+            .collect()
     }
 }

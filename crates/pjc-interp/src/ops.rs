@@ -1,8 +1,8 @@
 //! One instruction of spec section 7 on host tensors: reads the attributes
 //! (defaults applied by `pjc_ir::Attrs`) and calls the matching `pjc_tensor`
 //! kernel. The interpreter and the plan executor's library steps both run
-//! instructions through [`eval_inst`], so there is one dispatch from ops to
-//! reference kernels.
+//! instructions through [`eval_inst_results`] (or its one-result form
+//! [`eval_inst`]), so there is one dispatch from ops to reference kernels.
 
 use pjc_ir::{Attrs, InstData, Number, Opcode, TensorType};
 use pjc_tensor::{Scalar, Tensor, TensorError};
@@ -18,13 +18,38 @@ fn starts(ops: &[&Tensor]) -> Vec<i128> {
     ops.iter().map(|t| t.index_at(0)).collect()
 }
 
-/// Evaluates a single-result instruction that is not a call, a transform, a
+/// Evaluates an instruction that is not a call, a transform, control flow, a
 /// collective or `axis_index` (those need more than their operands) on
-/// operand tensors `ops`; `out` is the result type.
-pub fn eval_inst(inst: &InstData, ops: &[&Tensor], out: &TensorType) -> R<Tensor> {
-    use Opcode::*;
+/// operand tensors `ops`: one tensor per result, `outs` being the result
+/// types (`sort` and `top_k` have several results).
+pub fn eval_inst_results(inst: &InstData, ops: &[&Tensor], outs: &[&TensorType]) -> R<Vec<Tensor>> {
     let ranks: Vec<usize> = ops.iter().map(|t| t.rank()).collect();
     let a = Attrs::with_ranks(inst, &ranks);
+    match inst.op {
+        Opcode::Sort => pjc_tensor::sort(ops, a.index("dim")?, a.index("num_keys")?, a.bool("descending")?),
+        Opcode::TopK => pjc_tensor::top_k(ops[0], a.index("k")?).map(|(v, i)| vec![v, i]),
+        _ => {
+            let [out] = outs else {
+                return Err(TensorError::Invalid(format!("'{}' has one result, {} result types were given", inst.op, outs.len())));
+            };
+            Ok(vec![eval_one(inst, &a, ops, out)?])
+        }
+    }
+}
+
+/// Evaluates a single-result instruction (see [`eval_inst_results`]); `out`
+/// is the result type.
+pub fn eval_inst(inst: &InstData, ops: &[&Tensor], out: &TensorType) -> R<Tensor> {
+    let mut results = eval_inst_results(inst, ops, &[out])?;
+    match results.len() {
+        1 => Ok(results.remove(0)),
+        n => Err(TensorError::Invalid(format!("'{}' has {n} results, not one", inst.op))),
+    }
+}
+
+/// One single-result instruction, its attributes read through `a`.
+fn eval_one(inst: &InstData, a: &Attrs, ops: &[&Tensor], out: &TensorType) -> R<Tensor> {
+    use Opcode::*;
     if let Some(op) = inst.op.unary() {
         return pjc_tensor::unary(op, ops[0]);
     }
@@ -94,7 +119,7 @@ pub fn eval_inst(inst: &InstData, ops: &[&Tensor], out: &TensorType) -> R<Tensor
             pjc_tensor::select_and_scatter_add(ops[0], ops[1], &a.indices("window")?, &a.indices("strides")?, &a.pairs("padding")?)
         }
         Gather => pjc_tensor::gather(ops[0], ops[1], a.index("axis")?),
-        ScatterAdd => pjc_tensor::scatter_add(ops[0], ops[1], ops[2], a.index("axis")?),
+        ScatterAdd | Scatter => pjc_tensor::scatter(ops[0], ops[1], ops[2], a.index("axis")?, a.scatter_kind()?),
         op => Err(TensorError::Invalid(format!("'{op}' cannot be evaluated per instruction"))),
     }
 }

@@ -1,10 +1,11 @@
 //! Simulation of a `spmd func` on every device of the mesh, in lockstep, with
 //! the collectives of spec section 8 computed from the group members' values.
 
-use crate::{Interp, Place};
-use pjc_ir::{Attrs, CollectiveKind, FuncKind, Function, InstData, Mesh, Opcode, Sharding, Value};
+use crate::{Interp, Place, Val};
+use pjc_ir::{Attrs, CollectiveKind, FuncId, FuncKind, Function, InstData, Mesh, Opcode, Sharding, Value};
 use pjc_tensor::{Tensor, TensorError};
 use std::collections::HashMap;
+use std::rc::Rc;
 
 /// The block of a global array that `device` holds under sharding `s`:
 /// per dimension, (start, size).
@@ -37,17 +38,17 @@ fn cut(t: &Tensor, dim: usize, index: usize, n: usize) -> Result<Tensor, TensorE
 
 impl<'m> Interp<'m> {
     /// A `func` calling a `spmd func` (or a `spmd func` entry): split, run, assemble.
-    pub(crate) fn shard_map(&self, f: &Function, args: Vec<Tensor>) -> Result<Vec<Tensor>, crate::EvalError> {
+    pub(crate) fn shard_map(&self, f: &Function, args: Vec<Val>) -> Result<Vec<Val>, crate::EvalError> {
         let n = self.mesh.device_count();
         let e = |e: TensorError| self.internal(f, Opcode::Call, e.to_string());
-        let mut per_dev: Vec<Vec<Tensor>> = vec![Vec::with_capacity(args.len()); n as usize];
+        let mut per_dev: Vec<Vec<Val>> = vec![Vec::with_capacity(args.len()); n as usize];
         for (k, a) in args.iter().enumerate() {
             let s = f.values[f.params[k]].sharding.as_ref();
             for dev in 0..n {
                 let block = shard_block(&self.mesh, s, &a.shape, dev);
                 let start: Vec<usize> = block.iter().map(|b| b.0).collect();
                 let limit: Vec<usize> = block.iter().map(|b| b.0 + b.1).collect();
-                per_dev[dev as usize].push(pjc_tensor::slice(a, &start, &limit, &vec![1; a.rank()]).map_err(e)?);
+                per_dev[dev as usize].push(Rc::new(pjc_tensor::slice(a, &start, &limit, &vec![1; a.rank()]).map_err(e)?));
             }
         }
         let outs = self.run_spmd(f, per_dev)?;
@@ -65,22 +66,23 @@ impl<'m> Interp<'m> {
                 let starts: Vec<i128> = block.iter().map(|b| b.0 as i128).collect();
                 out = pjc_tensor::dynamic_update_slice(&out, &outs[dev as usize][k], &starts).map_err(e)?;
             }
-            results.push(out);
+            results.push(Rc::new(out));
         }
         Ok(results)
     }
 
     /// Runs `f` on every device; `args[d]` are device d's local arguments.
-    pub(crate) fn run_spmd(&self, f: &Function, args: Vec<Vec<Tensor>>) -> Result<Vec<Vec<Tensor>>, crate::EvalError> {
+    pub(crate) fn run_spmd(&self, f: &Function, args: Vec<Vec<Val>>) -> Result<Vec<Vec<Val>>, crate::EvalError> {
         let n = args.len();
-        let mut env: Vec<HashMap<Value, Tensor>> =
+        let mut env: Vec<HashMap<Value, Val>> =
             args.into_iter().map(|a| f.params.iter().copied().zip(a).collect()).collect();
         for &i in &f.body {
             let inst = &f.insts[i];
             let e = |e: TensorError| self.internal(f, inst.op, e.to_string());
-            let results: Vec<Vec<Tensor>> = if inst.op.is_collective() {
+            let operands = |env: &HashMap<Value, Val>| -> Vec<Val> { inst.operands.iter().map(|v| env[v].clone()).collect() };
+            let results: Vec<Vec<Val>> = if inst.op.is_collective() {
                 (0..n as u64)
-                    .map(|dev| self.collective(inst, &env, dev).map(|t| vec![t]))
+                    .map(|dev| self.collective(inst, &env, dev).map(|t| vec![Rc::new(t)]))
                     .collect::<Result<_, _>>()
                     .map_err(e)?
             } else if inst.op == Opcode::AxisIndex {
@@ -89,56 +91,41 @@ impl<'m> Interp<'m> {
                 (0..n as u64)
                     .map(|dev| {
                         let c = self.mesh.coords(dev)[ai] as i128;
-                        vec![Tensor::from_scalars(pjc_ir::DType::I32, vec![], &[pjc_tensor::Scalar::Int(c)])]
+                        vec![Rc::new(Tensor::from_scalars(pjc_ir::DType::I32, vec![], &[pjc_tensor::Scalar::Int(c)]))]
                     })
                     .collect()
-            } else if inst.op == Opcode::Call
-                && self.m.funcs[self.callee(inst.callee())?].kind == FuncKind::Spmd
-            {
-                let g = &self.m.funcs[self.callee(inst.callee())?];
-                let a: Vec<Vec<Tensor>> =
-                    env.iter().map(|env| inst.operands.iter().map(|v| env[v].clone()).collect()).collect();
-                self.run_spmd(g, a)?
+            } else if inst.op == Opcode::Call {
+                self.lockstep_call(self.callee(inst.callee())?, env.iter().map(operands).collect())?
+            } else if inst.op.is_control() {
+                let run = |g, args| self.lockstep_call(g, args);
+                self.control(f, inst, env.iter().map(operands).collect(), &run)?
             } else {
-                // Per-device work: reuse the one-place evaluator on a one-instruction view.
-                let mut out = Vec::with_capacity(n);
-                for env in env.iter() {
-                    let ops: Vec<&Tensor> = inst.operands.iter().map(|v| &env[v]).collect();
-                    out.push(self.one(f, inst, &ops, Place::Device)?);
-                }
-                out
+                // Work that needs no other device: per device, as in a `func`.
+                env.iter().map(|env| self.local_inst(f, inst, operands(env), Place::Device)).collect::<Result<_, _>>()?
             };
             for (dev, rs) in results.into_iter().enumerate() {
-                for (r, t) in inst.results.iter().zip(rs) {
-                    env[dev].insert(*r, t);
-                }
+                env[dev].extend(inst.results.iter().copied().zip(rs));
             }
         }
         Ok(env.iter().map(|env| f.ret.iter().map(|v| env[v].clone()).collect()).collect())
     }
 
-    /// One non-collective instruction in one place.
-    fn one(&self, f: &Function, inst: &InstData, ops: &[&Tensor], place: Place) -> Result<Vec<Tensor>, crate::EvalError> {
-        match inst.op {
-            Opcode::Call => {
-                let g = self.callee(inst.callee())?;
-                self.run_local(&self.m.funcs[g], ops.iter().map(|t| (*t).clone()).collect(), place)
-            }
-            Opcode::Vmap => self.vmap_at(f, inst, ops, place),
-            Opcode::Grad => Err(crate::EvalError::Unsupported(format!(
-                "'grad' in @{} is expanded by the compiler's autodiff transform, which pjc eval does not run yet",
-                f.name
-            ))),
-            _ => Ok(vec![crate::ops::eval_inst(inst, ops, &f.values[inst.results[0]].ty).map_err(|e| self.internal(f, inst.op, e.to_string()))?]),
+    /// Calls `g` from a `spmd func` on every device (`args[d]` per device): a
+    /// `spmd func` in lockstep, a `func` on each device alone.
+    fn lockstep_call(&self, g: FuncId, args: Vec<Vec<Val>>) -> Result<Vec<Vec<Val>>, crate::EvalError> {
+        let callee = &self.m.funcs[g];
+        match callee.kind {
+            FuncKind::Spmd => self.run_spmd(callee, args),
+            FuncKind::Global => args.into_iter().map(|a| self.run_local(callee, a, Place::Device)).collect(),
         }
     }
 
     /// The value of a collective on `device`.
-    fn collective(&self, inst: &InstData, env: &[HashMap<Value, Tensor>], device: u64) -> Result<Tensor, TensorError> {
+    fn collective(&self, inst: &InstData, env: &[HashMap<Value, Val>], device: u64) -> Result<Tensor, TensorError> {
         let a = Attrs::with_ranks(inst, &[env[device as usize][&inst.operands[0]].rank()]);
         let (members, pos) = self.mesh.group(&a.idents("axes")?, device).map_err(TensorError::Invalid)?;
         let v = inst.operands[0];
-        let parts: Vec<&Tensor> = members.iter().map(|&d| &env[d as usize][&v]).collect();
+        let parts: Vec<&Tensor> = members.iter().map(|&d| &*env[d as usize][&v]).collect();
         let n = members.len();
         let kind = inst.op.collective().ok_or_else(|| TensorError::Invalid(format!("'{}' is not a collective", inst.op)))?;
         match kind {

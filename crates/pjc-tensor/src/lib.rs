@@ -33,6 +33,6 @@ mod structural;
 pub use elementwise::{binary, bitcast_convert, clamp, compare, convert, iota, select, unary};
 pub use io::{buf_from_le_bytes, buf_le_bytes, buf_to_le_bytes, decode_npy, npy_layout, read_named, safetensors_layouts, safetensors_to_bytes as safetensors_bytes, RawLayout, read_npy, read_safetensors, write_atomically, write_npy, write_outputs, write_safetensors};
 pub use structural::{
-    broadcast, concat, dynamic_slice, dynamic_update_slice, gather, pad, reshape, reverse, scatter, scatter_add,
-    slice, transpose,
+    broadcast, concat, dynamic_slice, dynamic_update_slice, gather, index_along, pad, reshape, reverse, scatter,
+    scatter_add, slice, stack, transpose,
 };

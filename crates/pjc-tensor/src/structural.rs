@@ -179,6 +179,47 @@ pub fn concat(parts: &[&Tensor], dim: usize) -> Result<Tensor, TensorError> {
     Ok(Tensor::new(shape, concat_bufs(&bufs).take(&idx)))
 }
 
+/// Equally shaped parts stacked along a new dimension `dim` (part `p` is
+/// index `p` there): how loops of calls (`vmap`, `scan`) assemble their
+/// results.
+pub fn stack(parts: &[&Tensor], dim: usize) -> Result<Tensor, TensorError> {
+    let Some(first) = parts.first() else {
+        return invalid("stack: no parts");
+    };
+    if dim > first.rank() {
+        return invalid(format!("stack: dim {dim} out of range for parts of rank {}", first.rank()));
+    }
+    if let Some(p) = parts.iter().find(|p| p.dtype() != first.dtype() || p.shape != first.shape) {
+        return invalid(format!("stack: {}{:?} and {}{:?} differ", p.dtype(), p.shape, first.dtype(), first.shape));
+    }
+    let (outer, inner): (usize, usize) = (first.shape[..dim].iter().product(), first.shape[dim..].iter().product());
+    let mut idx = Vec::with_capacity(outer * parts.len() * inner);
+    for o in 0..outer {
+        for p in 0..parts.len() {
+            let at = p * first.len() + o * inner;
+            idx.extend(at..at + inner);
+        }
+    }
+    let mut shape = first.shape.clone();
+    shape.insert(dim, parts.len());
+    let bufs: Vec<&Buf> = parts.iter().map(|p| &p.data).collect();
+    Ok(Tensor::new(shape, concat_bufs(&bufs).take(&idx)))
+}
+
+/// Index `i` of `a` along `dim`, that dimension removed: one step of a loop
+/// over `dim` (`vmap`'s mapped operands, `scan`'s scanned ones).
+pub fn index_along(a: &Tensor, dim: usize, i: usize) -> Result<Tensor, TensorError> {
+    if dim >= a.rank() || i >= a.shape[dim] {
+        return invalid(format!("index_along: index {i} of dim {dim} out of range for {:?}", a.shape));
+    }
+    let ast = strides(&a.shape);
+    let mut shape = a.shape.clone();
+    shape.remove(dim);
+    let mut steps: Vec<isize> = ast.iter().map(|&s| s as isize).collect();
+    steps.remove(dim);
+    Ok(Tensor::new(shape.clone(), a.data.take(&affine_map(&shape, (i * ast[dim]) as isize, &steps))))
+}
+
 /// Start indices clamped so that a window of `sizes` fits in `shape`.
 fn clamp_starts(what: &str, shape: &[usize], starts: &[i128], sizes: &[usize]) -> Result<Vec<usize>, TensorError> {
     if starts.len() != shape.len() || sizes.len() != shape.len() {
@@ -502,6 +543,28 @@ mod tests {
         assert_eq!(i32s(&r)[12..], [0, 1, 2, 10, 11, 12]);
         assert!(concat(&[&a, &b], 0).is_err());
         assert!(concat(&[], 0).is_err());
+    }
+
+    #[test]
+    fn stack_and_index_along_invert_each_other() {
+        let a = cube([2, 3, 4]);
+        for dim in 0..3 {
+            let parts: Vec<Tensor> = (0..a.shape[dim]).map(|i| index_along(&a, dim, i).unwrap()).collect();
+            assert_eq!(parts[1].rank(), 2);
+            let refs: Vec<&Tensor> = parts.iter().collect();
+            assert_eq!(stack(&refs, dim).unwrap(), a, "dim {dim}");
+        }
+        // index_along(a, 1, 2)[i, k] = a[i, 2, k]
+        assert_eq!(i32s(&index_along(&a, 1, 2).unwrap()), [20, 21, 22, 23, 120, 121, 122, 123]);
+        let s = scalar_i32(4);
+        let st = stack(&[&s, &scalar_i32(5)], 0).unwrap();
+        assert_eq!((st.shape.clone(), i32s(&st)), (vec![2], vec![4, 5]));
+        assert_eq!(index_along(&st, 0, 1).unwrap(), scalar_i32(5));
+        assert!(index_along(&a, 0, 2).is_err());
+        assert!(index_along(&a, 3, 0).is_err());
+        assert!(stack(&[&a, &index_along(&a, 0, 0).unwrap()], 0).is_err());
+        assert!(stack(&[&a], 4).is_err());
+        assert!(stack(&[], 0).is_err());
     }
 
     #[test]
