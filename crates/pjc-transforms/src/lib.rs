@@ -77,10 +77,11 @@ pub fn expand(m: &mut Module) -> Result<(), TransformError> {
                         span,
                         msg: format!("unknown function @{callee}"),
                     })?;
-                    // grad may also generate helpers (VJPs of called spmd funcs).
+                    // Both may also generate helpers: VJPs of called spmd funcs,
+                    // forward and backward bodies of control flow, batched bodies.
                     let fs = match op {
                         Opcode::Grad => grad::generate_all(m, target, &m.funcs[id].insts[inst])?,
-                        _ => vec![vmap::generate(m, target, &m.funcs[id].insts[inst])?],
+                        _ => vmap::generate_all(m, target, &m.funcs[id].insts[inst])?,
                     };
                     let name = fs[0].name.clone();
                     for f in fs {

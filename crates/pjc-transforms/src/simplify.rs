@@ -383,7 +383,9 @@ fn dce(f: &mut Function) -> bool {
 
 /// Rebuilds the value and instruction arenas with only what the body uses, in
 /// the order the parser creates them (parameters, then results in body order).
-fn compact(f: &mut Function) {
+/// Rebuilds `f`'s arenas with only its parameters and the values and
+/// instructions of its body (in body order), renumbering the handles.
+pub(crate) fn compact(f: &mut Function) {
     let mut map: HashMap<Value, Value> = HashMap::new();
     let mut values = PrimaryMap::new();
     let mut insts: PrimaryMap<Inst, InstData> = PrimaryMap::new();

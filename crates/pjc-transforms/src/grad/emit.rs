@@ -9,7 +9,7 @@ use crate::TransformError;
 use pjc_ir::builder::Builder;
 use pjc_ir::attrs::resolved_attr;
 use pjc_ir::replication::Axes;
-use pjc_ir::{AttrValue, DType, InstData, Module, Number, Opcode, Span, TensorType, Value};
+use pjc_ir::{AttrValue, DType, Inst, InstData, Module, Number, Opcode, Span, TensorType, Value};
 use std::collections::{HashMap, HashSet};
 
 pub(super) type R<T> = Result<T, TransformError>;
@@ -36,6 +36,9 @@ pub(super) struct Gen<'a> {
     /// Name of the (first) result of the instruction being differentiated:
     /// temporaries are named after it.
     pub cur: String,
+    /// How to run the backward of each primal `scan` and `switch` that
+    /// `Cx::prepare_control` rewrote.
+    pub control: HashMap<Inst, super::control::ControlVjp>,
 }
 
 pub(super) fn ints(v: &[i64]) -> AttrValue {
@@ -110,6 +113,13 @@ impl Gen<'_> {
             Ok(v) => Ok(v[0]),
             Err(e) => Err(self.internal(format!("built an invalid '{op}': {}", e.msg))),
         }
+    }
+
+    /// Appends one instruction with several results (`sort`).
+    pub fn emit_multi(&mut self, op: Opcode, operands: &[Value], attrs: Vec<(&str, AttrValue)>, name: &str) -> R<Vec<Value>> {
+        self.b
+            .try_build(op, operands, attrs, &[], None, name)
+            .map_err(|e| self.internal(format!("built an invalid '{op}': {}", e.msg)))
     }
 
     /// `constant x` filling `ty`.

@@ -27,6 +27,7 @@
 //! `%x.ct`; temporaries of the rule for `%y` are `%y.TAG`. Sharding
 //! constraints of the primal are put on the cotangents of the same values.
 
+mod control;
 mod emit;
 mod linalg;
 mod rules;
@@ -106,9 +107,23 @@ pub fn generate_all(m: &Module, f: FuncId, inst: &InstData) -> Result<Vec<Functi
 enum Mode {
     /// Value and gradients with respect to these parameter positions.
     Grad(Vec<usize>),
-    /// The VJP of a `spmd func`: parameters plus one cotangent per float
-    /// result in, one cotangent per float parameter out.
-    Vjp,
+    /// A vector-Jacobian product: the parameters plus one cotangent per
+    /// result listed in `cts` in, one cotangent per parameter listed in `wrt`
+    /// out. The VJP of a `spmd func` (all float parameters and results) and
+    /// the joint forward-and-backward body of a control-flow op (`control.rs`).
+    Vjp { wrt: Vec<usize>, cts: Vec<usize> },
+}
+
+/// A generated function together with where its primal part ends: the first
+/// `primal_len` instructions of its body compute the differentiated
+/// function's values (`primal_ret` are what it returns), the rest is the
+/// backward pass. `ct_params` are the cotangent parameters of a VJP.
+struct Joint {
+    f: Function,
+    primal_len: usize,
+    primal_ret: Vec<Value>,
+    n_params: usize,
+    ct_params: Vec<Value>,
 }
 
 /// Module-level state of one `grad` expansion.
@@ -136,6 +151,10 @@ impl Cx<'_> {
     }
 
     fn build(&mut self, fid: FuncId, mode: &Mode, name: String) -> R<Function> {
+        Ok(self.build_joint(fid, mode, name)?.f)
+    }
+
+    fn build_joint(&mut self, fid: FuncId, mode: &Mode, name: String) -> R<Joint> {
         let m = self.m;
         let f = &m.funcs[fid];
         let spmd = f.kind == FuncKind::Spmd;
@@ -149,11 +168,9 @@ impl Cx<'_> {
             names.insert(v.name.clone());
         }
         let mut ct_params: Vec<(usize, Value)> = vec![];
-        if let Mode::Vjp = mode {
-            for (i, r) in f.results.iter().enumerate() {
-                if !r.ty.dtype.is_float() {
-                    continue;
-                }
+        if let Mode::Vjp { cts, .. } = mode {
+            for &i in cts {
+                let r = &f.results[i];
                 let n = unique(&mut names, &format!("{}.ct", f.result_name(i)));
                 let nv = out.add_value(&n, r.ty.clone(), ValueDef::Param(out.params.len()), Span::NONE);
                 out.values[nv].sharding = r.sharding.clone();
@@ -182,7 +199,13 @@ impl Cx<'_> {
                 }
                 let hname = self.fresh_func(&format!("{callee}.vjp"));
                 self.helper_of.insert(callee.clone(), hname.clone());
-                let h = self.build(cid, &Mode::Vjp, hname.clone())?;
+                let g = &m.funcs[cid];
+                let floats = |ts: Vec<&TensorType>| -> Vec<usize> {
+                    ts.iter().enumerate().filter(|(_, t)| t.dtype.is_float()).map(|(k, _)| k).collect()
+                };
+                let wrt = floats(g.params.iter().map(|&p| &g.values[p].ty).collect());
+                let cts = floats(g.results.iter().map(|r| &r.ty).collect());
+                let h = self.build(cid, &Mode::Vjp { wrt, cts }, hname.clone())?;
                 self.sigs.insert(hname, signature(&h));
                 self.helpers.push(h);
             }
@@ -190,23 +213,20 @@ impl Cx<'_> {
         // Analyses of the primal.
         let var = if spmd { pjc_ir::replication::varying_axes(&out, m) } else { HashMap::new() };
         let n_params = f.params.len();
-        let float_params: Vec<usize> =
-            (0..n_params).filter(|&k| out.values[out.params[k]].ty.dtype.is_float()).collect();
         let wrt: Vec<usize> = match mode {
             Mode::Grad(w) => w.clone(),
-            Mode::Vjp => float_params,
+            Mode::Vjp { wrt, .. } => wrt.clone(),
         };
         let mut active: HashSet<Value> = wrt.iter().map(|&k| out.params[k]).collect();
-        for &i in &primal_body {
-            let d = &out.insts[i];
-            if d.operands.iter().any(|o| active.contains(o)) {
-                for &r in &d.results {
-                    if out.values[r].ty.dtype.is_float() {
-                        active.insert(r);
-                    }
-                }
-            }
-        }
+        propagate_active(&out, &primal_body, &mut active);
+        // Control flow whose results the cotangents reach runs its bodies'
+        // forward-with-residuals versions instead (control.rs).
+        let seeds: Vec<Value> = match mode {
+            Mode::Grad(_) => vec![primal_ret[0]],
+            Mode::Vjp { cts, .. } => cts.iter().map(|&i| primal_ret[i]).collect(),
+        };
+        let useful = useful_values(&out, &primal_body, &active, &seeds);
+        let control = self.prepare_control(&mut out, &primal_body, &active, &useful)?;
         // 2. The backward pass.
         let (ret, decls) = {
             let mut g = Gen {
@@ -220,6 +240,7 @@ impl Cx<'_> {
                 ct: HashMap::new(),
                 helper_of: self.helper_of.clone(),
                 cur: String::new(),
+                control,
             };
             match mode {
                 Mode::Grad(_) => {
@@ -230,7 +251,7 @@ impl Cx<'_> {
                         g.ct.insert(v, seed);
                     }
                 }
-                Mode::Vjp => {
+                Mode::Vjp { .. } => {
                     for &(i, p) in &ct_params {
                         let v = primal_ret[i];
                         if !g.active.contains(&v) {
@@ -284,8 +305,44 @@ impl Cx<'_> {
         out.ret = ret;
         out.results = decls;
         name_results(&mut out);
-        Ok(out)
+        Ok(Joint {
+            f: out,
+            primal_len: primal_body.len(),
+            primal_ret,
+            n_params,
+            ct_params: ct_params.into_iter().map(|(_, v)| v).collect(),
+        })
     }
+}
+
+/// Adds to `active` every float result of an instruction of `body` with an
+/// active operand (what depends on a differentiated input). Conservative
+/// through calls and control flow: every float result of one counts.
+fn propagate_active(f: &Function, body: &[Inst], active: &mut HashSet<Value>) {
+    for &i in body {
+        let d = &f.insts[i];
+        if d.operands.iter().any(|o| active.contains(o)) {
+            for &r in &d.results {
+                if f.values[r].ty.dtype.is_float() {
+                    active.insert(r);
+                }
+            }
+        }
+    }
+}
+
+/// The active values of `body` whose cotangent the backward pass will
+/// compute: the `seeds` (values given a cotangent) and, backwards, the active
+/// operands of every instruction one of whose results is useful.
+fn useful_values(f: &Function, body: &[Inst], active: &HashSet<Value>, seeds: &[Value]) -> HashSet<Value> {
+    let mut useful: HashSet<Value> = seeds.iter().copied().filter(|v| active.contains(v)).collect();
+    for &i in body.iter().rev() {
+        let d = &f.insts[i];
+        if d.results.iter().any(|r| useful.contains(r)) {
+            useful.extend(d.operands.iter().copied().filter(|o| active.contains(o)));
+        }
+    }
+    useful
 }
 
 /// `base`, or `base.1`, `base.2`, ... : a name not in `names` (then added).
@@ -435,6 +492,8 @@ impl Gen<'_> {
             let before = self.b.func.values.len();
             let contribs = match (inst.op, cts[0]) {
                 (Opcode::Call, _) => self.call_vjp(&inst, &cts, &want)?,
+                (Opcode::Scan | Opcode::Switch | Opcode::While, _) => control::vjp(self, i, &inst, &cts, &want)?,
+                (Opcode::Sort, _) => rules::sort(self, &inst, &cts, &want)?,
                 (_, Some(c)) => rules::vjp(self, &inst, c, &want)?,
                 (_, None) => continue,
             };

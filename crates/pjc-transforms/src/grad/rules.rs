@@ -1,13 +1,13 @@
 //! Transpose (VJP) rules for the ops of spec section 7 that are neither
 //! contractions nor windows: elementwise math, data movement, reductions,
-//! gather and scatter. Each rule gets the cotangent of the result and returns
+//! gather and scatter, sort and top_k. Each rule gets the cotangent of the result and returns
 //! one contribution per operand (`None`: no gradient, or not wanted). The
 //! rules follow JAX's (`jax/_src/lax/lax.py`, `slicing.py`) so that gradients
 //! agree with `jax.value_and_grad`, including at ties.
 
 use super::emit::{exclusive_prod, us, Gen, R};
 use super::{linalg, spmd};
-use pjc_ir::{DType, InstData, Opcode, TensorType, Value};
+use pjc_ir::{AttrValue, DType, InstData, Opcode, TensorType, Value};
 
 /// Contributions of `inst` to the cotangents of its operands, given the
 /// cotangent of its (single) result; only operands with `want` set are computed.
@@ -334,11 +334,14 @@ pub(super) fn vjp(g: &mut Gen, inst: &InstData, ct: Value, want: &[bool]) -> R<V
         AllReduce | AllGather | ReduceScatter | AllToAll | CollectivePermute => {
             out[0] = Some(spmd::collective(g, inst, ct)?);
         }
-        Call | Grad | Vmap => return Err(g.internal(format!("'{}' reached the per-op rules", inst.op))),
-        Scatter | Sort | TopK | While | Scan | Switch => {
-            if (0..n).any(w) {
-                return Err(g.unsupported(inst.op, "has no gradient rule yet"));
+        Scatter => return scatter(g, inst, ct, want),
+        TopK => {
+            if w(0) {
+                out[0] = Some(top_k(g, inst, ct)?);
             }
+        }
+        Call | Grad | Vmap | Sort | While | Scan | Switch => {
+            return Err(g.internal(format!("'{}' reached the per-op rules", inst.op)))
         }
     }
     for (k, o) in out.iter_mut().enumerate() {
@@ -525,4 +528,132 @@ fn scatter_updates(g: &mut Gen, inst: &InstData, ct: Value) -> R<Value> {
     };
     let z = g.zeros(&ut)?;
     g.select(mask, gathered, z, &g.ctn(upd))
+}
+
+/// `scatter`: kind `add` as `scatter_add`; kind `set` as JAX's rule: the base
+/// gets the cotangent where no update landed, each update the cotangent at its
+/// position if it is the one that won there (of duplicates, the last in
+/// row-major order of the index array, spec section 11) and 0 if it was
+/// overwritten or dropped. The other kinds have no rule.
+fn scatter(g: &mut Gen, inst: &InstData, ct: Value, want: &[bool]) -> R<Vec<Option<Value>>> {
+    let (base, idx, upd) = (inst.operands[0], inst.operands[1], inst.operands[2]);
+    let kind = g.a_ident(inst, "kind")?;
+    let axis = AttrValue::Int(g.a_int(inst, "axis")?);
+    let mut out = vec![None; 3];
+    match kind.as_str() {
+        "add" => {
+            out[0] = Some(ct);
+            if want[2] {
+                out[2] = Some(scatter_updates(g, inst, ct)?);
+            }
+        }
+        "set" => {
+            if want[0] {
+                let z = g.zeros(&g.ty(upd))?;
+                let attrs = vec![("axis", axis.clone()), ("kind", super::emit::ident("set"))];
+                out[0] = Some(g.emit(Opcode::Scatter, &[ct, idx, z], attrs, None, &g.ctn(base))?);
+            }
+            if want[2] {
+                let landed = scatter_updates(g, inst, ct)?;
+                out[2] = Some(winners(g, inst, landed)?);
+            }
+        }
+        k => {
+            if want[0] || want[2] {
+                return Err(g.unsupported(inst.op, &format!("kind={k} has no gradient rule (kinds set and add have)")));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `c` (shaped like `scatter {kind=set}`'s updates) where the update won its
+/// position, 0 elsewhere. As JAX: scatter every update's number (row-major in
+/// the index array) with the same `set`, gather the number that won back at
+/// each update's index, and compare.
+fn winners(g: &mut Gen, inst: &InstData, c: Value) -> R<Value> {
+    use Opcode::*;
+    let (base, idx, upd) = (inst.operands[0], inst.operands[1], inst.operands[2]);
+    let axis = g.a_int(inst, "axis")?;
+    let it = g.ty(idx);
+    let count = it.num_elements();
+    if count == 1 {
+        // One index: no two updates meet.
+        return Ok(c);
+    }
+    let d = if count <= i32::MAX as u64 { DType::I32 } else { DType::I64 };
+    let flat = g.emit(Iota, &[], vec![("dim", AttrValue::Int(0))], Some(TensorType::new(d, vec![count])), &g.tmp("id"))?;
+    let ids = g.reshape(flat, &it.shape, &g.tmp("id"))?;
+    let ut = g.ty(upd);
+    let dims: Vec<usize> = (axis as usize..axis as usize + it.rank()).collect();
+    let idb = g.broadcast(ids, &dims, &ut.with_dtype(d), &g.tmp("id_b"))?;
+    let none = g.konst(-1.0, &g.ty(base).with_dtype(d), "no_update")?;
+    let attrs = vec![("axis", AttrValue::Int(axis)), ("kind", super::emit::ident("set"))];
+    let won = g.emit(Scatter, &[none, idx, idb], attrs, None, &g.tmp("winner"))?;
+    let back = g.emit(Gather, &[won, idx], vec![("axis", AttrValue::Int(axis))], None, &g.tmp("winner_at"))?;
+    let wins = g.cmp(back, idb, "eq", &g.tmp("wins"))?;
+    let z = g.zeros(&ut)?;
+    g.select(wins, c, z, &g.ctn(upd))
+}
+
+/// `sort`'s transpose (JAX's: sort an iota along to get the permutation, then
+/// move the cotangents back through it). The permutation is the same stable
+/// sort of the keys with an iota alongside; sorting each result's cotangent
+/// by it puts the element at sorted position j back at position perm[j].
+pub(super) fn sort(g: &mut Gen, inst: &InstData, cts: &[Option<Value>], want: &[bool]) -> R<Vec<Option<Value>>> {
+    let n = inst.operands.len();
+    let mut out = vec![None; n];
+    let moved: Vec<(usize, Value)> = (0..n).filter(|&k| want[k]).filter_map(|k| cts[k].map(|c| (k, c))).collect();
+    if moved.is_empty() {
+        return Ok(out);
+    }
+    let dim = g.a_int(inst, "dim")?;
+    let keys = g.a_int(inst, "num_keys")?;
+    let t = g.ty(inst.operands[0]);
+    let d = if t.shape[dim as usize] <= i32::MAX as u64 { DType::I32 } else { DType::I64 };
+    let iota = g.emit(Opcode::Iota, &[], vec![("dim", AttrValue::Int(dim))], Some(t.with_dtype(d)), &g.tmp("iota"))?;
+    let mut args = inst.operands[..keys as usize].to_vec();
+    args.push(iota);
+    let attrs = vec![
+        ("dim", AttrValue::Int(dim)),
+        ("num_keys", AttrValue::Int(keys)),
+        ("descending", g.attr(inst, "descending")?),
+    ];
+    let sorted = g.emit_multi(Opcode::Sort, &args, attrs, &g.tmp("perm"))?;
+    let perm = *sorted.last().ok_or_else(|| g.internal("sort without results"))?;
+    let mut args = vec![perm];
+    args.extend(moved.iter().map(|&(_, c)| c));
+    let back = g.emit_multi(Opcode::Sort, &args, vec![("dim", AttrValue::Int(dim))], &g.tmp("unsort"))?;
+    for (j, &(k, _)) in moved.iter().enumerate() {
+        out[k] = Some(back[j + 1]);
+    }
+    Ok(out)
+}
+
+/// `top_k`'s transpose: each value's cotangent goes back to the position its
+/// index names (the indices of one row are distinct), by one `scatter_add`
+/// over the rows laid end to end: row r's index i is position r·n + i.
+fn top_k(g: &mut Gen, inst: &InstData, ct: Value) -> R<Value> {
+    use Opcode::*;
+    let x = inst.operands[0];
+    let xt = g.ty(x);
+    let idx = inst.results[1];
+    let (n, k) = (xt.shape[xt.rank() - 1], g.ty(idx).shape[xt.rank() - 1]);
+    let rows: u64 = xt.shape[..xt.rank() - 1].iter().product();
+    let flat_idx = if rows == 1 {
+        g.reshape(idx, &[k], &g.tmp("at"))?
+    } else {
+        let t = TensorType::new(DType::I64, vec![rows, k]);
+        let i2 = g.reshape(idx, &[rows, k], &g.tmp("at"))?;
+        let i64s = g.convert(i2, DType::I64, &g.tmp("at"))?;
+        let row = g.emit(Iota, &[], vec![("dim", AttrValue::Int(0))], Some(t.clone()), &g.tmp("row"))?;
+        let nn = g.konst(n as f64, &t, "row_size")?;
+        let start = g.mul(row, nn, &g.tmp("row_start"))?;
+        let at = g.bin(Add, start, i64s, &g.tmp("at"))?;
+        g.reshape(at, &[rows * k], &g.tmp("at"))?
+    };
+    let c = g.reshape(ct, &[rows * k], &g.tmp("ct_flat"))?;
+    let z = g.zeros(&TensorType::new(xt.dtype, vec![rows * n]))?;
+    let s = g.emit(ScatterAdd, &[z, flat_idx, c], vec![("axis", AttrValue::Int(0))], None, &g.tmp("ct_rows"))?;
+    g.reshape(s, &xt.shape, &g.ctn(x))
 }

@@ -26,9 +26,9 @@ pub(crate) fn number(d: DType, n: i128) -> Number {
     }
 }
 
-impl Batcher<'_> {
+impl Batcher<'_, '_> {
     pub(crate) fn ty(&self, v: Value) -> TensorType {
-        self.b.func.values[v].ty.clone()
+        self.func.values[v].ty.clone()
     }
 
     /// A product of dimension sizes (shapes are user-controlled: no wrapping).
@@ -59,7 +59,7 @@ impl Batcher<'_> {
         written: Option<Vec<TensorType>>,
         name: &str,
     ) -> R<Vec<Value>> {
-        self.b
+        self.builder()
             .try_build(op, operands, attrs, callees, written, name)
             .map_err(|e| self.internal(format!("built an invalid '{op}': {}", e.msg)))
     }
@@ -67,8 +67,8 @@ impl Batcher<'_> {
     /// `constant` filling `shape` with `n` (of dtype `d`).
     pub(crate) fn splat(&mut self, d: DType, shape: Vec<u64>, n: i128, name: &str) -> R<Value> {
         let v = self.emit(Opcode::Constant, &[], vec![], Some(TensorType::new(d, shape)), name)?;
-        if let ValueDef::Result(id, _) = self.b.func.values[v].def {
-            self.b.func.insts[id].literal = Some(Literal { shape: vec![], elems: vec![number(d, n)] });
+        if let ValueDef::Result(id, _) = self.func.values[v].def {
+            self.func.insts[id].literal = Some(Literal { shape: vec![], elems: vec![number(d, n)] });
         }
         Ok(v)
     }
@@ -250,12 +250,16 @@ impl Batcher<'_> {
         }
     }
 
-    /// Per-example `scatter_add`: `base` is batched at 0, `pos` is i64 `[B, K]`,
-    /// `valid` (pred `[B, K]`, or `None` for all) says which updates to keep,
-    /// `upd` is `base` with dimension `d` replaced by `K`. Example `b`'s update
-    /// slice `k` is added at `base[b, .., pos[b, k], ..]`.
+    /// Per-example `scatter_add` or `scatter` (`like`'s op and kind): `base` is
+    /// batched at 0, `pos` is i64 `[B, K]`, `valid` (pred `[B, K]`, or `None`
+    /// for all) says which updates to keep, `upd` is `base` with dimension `d`
+    /// replaced by `K`. Example `b`'s update slice `k` is combined into
+    /// `base[b, .., pos[b, k], ..]`. Examples' indices never meet, and each
+    /// example's updates keep their order (which `set` picks the last of).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn batched_scatter(
         &mut self,
+        like: &pjc_ir::InstData,
         base: Value,
         d: usize,
         pos: Value,
@@ -271,7 +275,7 @@ impl Batcher<'_> {
             idx = self.select(valid, idx, drop, name)?;
         }
         let ut = self.transpose(upd, &perm, name)?;
-        let s = self.emit(Opcode::ScatterAdd, &[flat, idx, ut], vec![("axis", AttrValue::Int(0))], None, name)?;
+        let s = self.emit(like.op, &[flat, idx, ut], with_axis(like, 0), None, name)?;
         // Back to [B, n, rest..], then to base's dimension order.
         let mut shape = self.ty(base).shape;
         let n = shape.remove(d);
@@ -279,6 +283,17 @@ impl Batcher<'_> {
         let s = self.reshape(s, shape, name)?;
         self.transpose(s, &inverse(&perm), name)
     }
+}
+
+/// `inst`'s attributes with `axis` set to `a`.
+pub(crate) fn with_axis(inst: &pjc_ir::InstData, a: usize) -> Vec<(&str, AttrValue)> {
+    let mut attrs = super::attrs_of(inst);
+    for (n, v) in attrs.iter_mut() {
+        if *n == "axis" {
+            *v = AttrValue::Int(a as i64);
+        }
+    }
+    attrs
 }
 
 /// The inverse of a permutation.

@@ -37,16 +37,18 @@
 //! both in the generated signature (where `@f`'s signature has an `on`) and on
 //! constrained values in the body, as JAX does without `spmd_axis_name`.
 
+mod control;
 mod emit;
 mod rules;
 
 use crate::TransformError;
-use pjc_ir::builder::{signatures, Builder};
+use pjc_ir::builder::{signatures, Builder, Names};
+use pjc_ir::infer::CalleeSig;
 use pjc_ir::{
-    AttrValue, DimSharding, EntityRef, FuncId, FuncKind, Function, InstData, Module, Opcode, ResultDecl, Sharding, Span,
-    TensorType, Value, ValueDef,
+    AttrValue, DimSharding, EntityRef, FuncId, FuncKind, Function, InstData, Mesh, Module, Opcode, ResultDecl, Sharding,
+    Span, TensorType, Value, ValueDef,
 };
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Most examples a batched `shard_map` call inside a mapped `func` is unrolled
 /// over (one call per example); beyond it the vmap is reported unsupported.
@@ -62,9 +64,29 @@ pub(crate) struct Bv {
 }
 
 /// Builds the function that maps `@f` over a new dimension as `inst`'s
-/// `in_dims`/`out_dims` say. `inst` must be an instruction of a function of `m`
-/// (the batch size is read from its operands' types there).
+/// `in_dims`/`out_dims` say. Fails when it needs batched bodies of control
+/// flow (new functions); [`generate_all`] returns those too.
 pub fn generate(m: &Module, f: FuncId, inst: &InstData) -> Result<Function, TransformError> {
+    let mut fs = generate_all(m, f, inst)?;
+    if fs.len() > 1 {
+        let names: Vec<String> = fs[1..].iter().map(|h| format!("@{}", h.name)).collect();
+        return Err(TransformError {
+            span: inst.span,
+            msg: format!(
+                "vmap of @{} needs batched bodies ({}) for its control flow: use vmap::generate_all",
+                m.funcs[f].name,
+                names.join(", ")
+            ),
+        });
+    }
+    Ok(fs.remove(0))
+}
+
+/// Like [`generate`], followed by the batched bodies of the control flow it
+/// maps (`@step.vmap`, ...); all must be added to the module. `inst` must be an
+/// instruction of a function of `m` (the batch size is read from its
+/// operands' types there).
+pub fn generate_all(m: &Module, f: FuncId, inst: &InstData) -> Result<Vec<Function>, TransformError> {
     let span = inst.span;
     let fail = |msg: String| TransformError { span, msg };
     let target = &m.funcs[f];
@@ -87,45 +109,156 @@ pub fn generate(m: &Module, f: FuncId, inst: &InstData) -> Result<Function, Tran
         .zip(&in_dims)
         .find_map(|(&v, d)| d.and_then(|d| caller.values.get(v).and_then(|x| x.ty.shape.get(d).copied())))
         .ok_or_else(|| fail(format!("internal error: vmap of @{} maps no operand", target.name)))?;
-
-    let mut g = Function::new(&fresh_func_name(m, &format!("{}.vmap", target.name)), target.kind);
-    for (i, &p) in target.params.iter().enumerate() {
-        let pv = &target.values[p];
-        let (ty, sharding) = match in_dims[i] {
-            Some(d) => (batched_type(&pv.ty, d, size), pv.sharding.as_ref().map(|s| with_replicated(s, d))),
-            None => (pv.ty.clone(), pv.sharding.clone()),
-        };
-        let v = g.add_value(&pv.name, ty, ValueDef::Param(i), Span::NONE);
-        g.values[v].sharding = sharding;
-        g.params.push(v);
-    }
-    let mesh = m.mesh_or_single();
-    let sigs = signatures(m);
-    let args: Vec<Bv> = g.params.iter().zip(&in_dims).map(|(&v, &bd)| Bv { v, bd }).collect();
-    let rets = {
-        let mut cx = Batcher { b: Builder::new(&mut g, &mesh, &sigs), m, size, span, top: target.name.clone() };
-        let outs = cx.run(target, args)?;
-        let mut rets = vec![];
-        for (i, (o, &od)) in outs.into_iter().zip(&out_dims).enumerate() {
-            rets.push(cx.materialize(o, od, &format!("{}.b", target.result_name(i)))?);
-        }
-        rets
+    let mut sh = Shared {
+        m,
+        mesh: m.mesh_or_single(),
+        sigs: signatures(m),
+        helpers: vec![],
+        reserved: HashSet::new(),
+        size,
+        span,
+        top: target.name.clone(),
     };
-    g.ret_spans = vec![Span::NONE; rets.len()];
-    g.results = target
-        .results
-        .iter()
-        .enumerate()
-        .map(|(i, r)| ResultDecl {
-            name: r.name.clone(),
-            ty: g.values[rets[i]].ty.clone(),
-            sharding: r.sharding.as_ref().map(|s| with_replicated(s, out_dims[i])),
-            span: Span::NONE,
-        })
-        .collect();
-    g.ret = rets;
-    rename_results(&mut g);
-    Ok(g)
+    let name = sh.fresh_func(&format!("{}.vmap", target.name));
+    let (g, _) = sh.batch_function(target, name, &in_dims, Outs::At(&out_dims))?;
+    let mut out = vec![g];
+    out.append(&mut sh.helpers);
+    Ok(out)
+}
+
+/// Where the results of a batched function put their batch dimension.
+pub(crate) enum Outs<'x> {
+    /// Result k at dimension `k`-th entry (broadcast there when it comes out
+    /// unbatched): a `vmap`'s `out_dims`.
+    At(&'x [usize]),
+    /// At dimension 0 when it comes out batched or is forced, else unbatched:
+    /// the body of a control-flow op.
+    Body(&'x [bool]),
+}
+
+/// Module-level state of one `vmap` expansion: the signatures of the module's
+/// functions and of the batched bodies made so far (which the instructions
+/// naming them are typed with), and those bodies.
+pub(crate) struct Shared<'m> {
+    pub m: &'m Module,
+    pub mesh: Mesh,
+    pub sigs: HashMap<String, CalleeSig>,
+    pub helpers: Vec<Function>,
+    reserved: HashSet<String>,
+    /// The batch size.
+    pub size: u64,
+    /// The `vmap` instruction, for errors.
+    pub span: Span,
+    /// The mapped function's name, for errors.
+    pub top: String,
+}
+
+impl Shared<'_> {
+    /// A function name not used in the module nor by a body made so far:
+    /// `base`, else `base.1`, ...
+    pub fn fresh_func(&mut self, base: &str) -> String {
+        let mut name = base.to_string();
+        let mut k = 1;
+        while self.m.func_by_name(&name).is_some() || self.reserved.contains(&name) {
+            name = format!("{base}.{k}");
+            k += 1;
+        }
+        self.reserved.insert(name.clone());
+        name
+    }
+
+    /// Adds a generated body.
+    pub fn add(&mut self, f: Function) {
+        let sig = CalleeSig {
+            name: f.name.clone(),
+            kind: f.kind,
+            params: f.params.iter().map(|&p| (f.values[p].ty.clone(), f.values[p].sharding.clone())).collect(),
+            results: f.results.iter().map(|r| (r.ty.clone(), r.sharding.clone())).collect(),
+        };
+        self.sigs.insert(f.name.clone(), sig);
+        self.helpers.push(f);
+    }
+
+    /// How many bodies there are, to [`Shared::rollback`] to.
+    pub fn mark(&self) -> usize {
+        self.helpers.len()
+    }
+
+    /// Forgets the bodies made since `mark` (a trial batching that a fixed
+    /// point then redoes).
+    pub fn rollback(&mut self, mark: usize) {
+        for h in self.helpers.drain(mark..) {
+            self.sigs.remove(&h.name);
+            self.reserved.remove(&h.name);
+        }
+    }
+
+    /// A new function `@name` with `f`'s parameters, parameter k batched at
+    /// `in_dims[k]` (its `on`, if any, with the batch dimension unsplit).
+    pub fn new_function(&self, f: &Function, name: &str, in_dims: &[Option<usize>]) -> (Function, Vec<Bv>) {
+        let mut g = Function::new(name, f.kind);
+        for (i, &p) in f.params.iter().enumerate() {
+            let pv = &f.values[p];
+            let (ty, sharding) = match in_dims[i] {
+                Some(d) => (batched_type(&pv.ty, d, self.size), pv.sharding.as_ref().map(|s| with_replicated(s, d))),
+                None => (pv.ty.clone(), pv.sharding.clone()),
+            };
+            let v = g.add_value(&pv.name, ty, ValueDef::Param(i), Span::NONE);
+            g.values[v].sharding = sharding;
+            g.params.push(v);
+        }
+        let args = g.params.iter().zip(in_dims).map(|(&v, &bd)| Bv { v, bd }).collect();
+        (g, args)
+    }
+
+    /// `f` batched as `in_dims` and `outs` say, named `name`; returns it and
+    /// where each of its results is batched.
+    pub fn batch_function(
+        &mut self,
+        f: &Function,
+        name: String,
+        in_dims: &[Option<usize>],
+        outs: Outs,
+    ) -> R<(Function, Vec<Option<usize>>)> {
+        let (mut g, args) = self.new_function(f, &name, in_dims);
+        let (rets, bds) = {
+            let mut cx = Batcher::new(&mut g, self);
+            let got = cx.run(f, args)?;
+            let mut rets = vec![];
+            let mut bds = vec![];
+            for (i, o) in got.into_iter().enumerate() {
+                let at = match outs {
+                    Outs::At(d) => Some(d[i]),
+                    Outs::Body(force) => (o.bd.is_some() || force[i]).then_some(0),
+                };
+                let rn = format!("{}.b", f.result_name(i));
+                rets.push(match at {
+                    Some(d) => cx.materialize(o, d, &rn)?,
+                    None => o.v,
+                });
+                bds.push(at);
+            }
+            (rets, bds)
+        };
+        g.ret_spans = vec![Span::NONE; rets.len()];
+        g.results = f
+            .results
+            .iter()
+            .enumerate()
+            .map(|(i, r)| ResultDecl {
+                name: r.name.clone(),
+                ty: g.values[rets[i]].ty.clone(),
+                sharding: match bds[i] {
+                    Some(d) => r.sharding.as_ref().map(|s| with_replicated(s, d)),
+                    None => r.sharding.clone(),
+                },
+                span: Span::NONE,
+            })
+            .collect();
+        g.ret = rets;
+        rename_results(&mut g);
+        Ok((g, bds))
+    }
 }
 
 /// The function of `m` that contains `inst` (by address: [`crate::expand`]
@@ -183,19 +316,33 @@ fn rename_results(g: &mut Function) {
 }
 
 /// The batching interpreter: walks bodies of the mapped function (and of the
-/// callees it inlines), emitting into the generated function.
-pub(crate) struct Batcher<'a> {
-    pub b: Builder<'a>,
-    pub m: &'a Module,
+/// callees it inlines), emitting into one generated function.
+pub(crate) struct Batcher<'a, 'm> {
+    pub func: &'a mut Function,
+    names: Names,
+    pub sh: &'a mut Shared<'m>,
     /// The batch size.
     pub size: u64,
-    /// The `vmap` instruction, for errors.
-    pub span: Span,
-    /// The mapped function's name, for errors.
-    pub top: String,
 }
 
-impl Batcher<'_> {
+impl<'a, 'm> Batcher<'a, 'm> {
+    pub(crate) fn new(func: &'a mut Function, sh: &'a mut Shared<'m>) -> Batcher<'a, 'm> {
+        let size = sh.size;
+        Batcher { func, names: Names::default(), sh, size }
+    }
+}
+
+impl Batcher<'_, '_> {
+    /// A value name not yet used in the generated function.
+    pub(crate) fn fresh(&mut self, base: &str) -> String {
+        self.names.fresh(self.func, base)
+    }
+
+    /// A builder appending to the generated function.
+    pub(crate) fn builder(&mut self) -> Builder<'_> {
+        Builder::with_names(self.func, &self.sh.mesh, &self.sh.sigs, &mut self.names)
+    }
+
     /// Batches the body of `f` applied to `args`; returns its results.
     pub(crate) fn run(&mut self, f: &Function, args: Vec<Bv>) -> R<Vec<Bv>> {
         let mut env: HashMap<Value, Bv> = f.params.iter().copied().zip(args).collect();
@@ -205,7 +352,7 @@ impl Batcher<'_> {
             if inst.op.is_transform() {
                 return Err(self.unsupported(inst.op, &format!("in @{}: it should have been expanded first", f.name)));
             }
-            let first_new = self.b.func.values.len();
+            let first_new = self.func.values.len();
             let outs = if ops.iter().all(|o| o.bd.is_none()) {
                 self.copy(f, inst, &ops)?
             } else {
@@ -232,14 +379,14 @@ impl Batcher<'_> {
         let res = self.emit_multi(inst.op, &operands, attrs_of(inst), &inst.callees, Some(written), name)?;
         if let Some(lit) = &inst.literal {
             if let Some(&v) = res.first() {
-                if let ValueDef::Result(id, _) = self.b.func.values[v].def {
-                    self.b.func.insts[id].literal = Some(lit.clone());
+                if let ValueDef::Result(id, _) = self.func.values[v].def {
+                    self.func.insts[id].literal = Some(lit.clone());
                 }
             }
         }
         for (k, &v) in res.iter().enumerate().skip(1) {
-            let n = self.b.fresh(&f.values[inst.results[k]].name);
-            self.b.func.values[v].name = n;
+            let n = self.fresh(&f.values[inst.results[k]].name);
+            self.func.values[v].name = n;
         }
         Ok(res.into_iter().map(|v| Bv { v, bd: None }).collect())
     }
@@ -249,7 +396,7 @@ impl Batcher<'_> {
     /// before `first_new` (a parameter, or one returned unchanged) or already
     /// constrained gets an identity `reshape` to carry the constraint.
     pub(crate) fn constrain(&mut self, o: Bv, s: &Sharding, first_new: usize, name: &str) -> R<Bv> {
-        if self.b.func.kind != FuncKind::Global {
+        if self.func.kind != FuncKind::Global {
             return Ok(o);
         }
         let s = match o.bd {
@@ -257,35 +404,24 @@ impl Batcher<'_> {
             None => s.clone(),
         };
         let mut v = o.v;
-        if v.index() < first_new || self.b.func.values[v].sharding.is_some() {
+        if v.index() < first_new || self.func.values[v].sharding.is_some() {
             let t = self.ty(v);
             v = self.emit(Opcode::Reshape, &[v], vec![], Some(t), name)?;
         }
-        self.b.func.values[v].sharding = Some(s);
+        self.func.values[v].sharding = Some(s);
         Ok(Bv { v, bd: o.bd })
     }
 
     pub(crate) fn internal(&self, msg: String) -> TransformError {
-        TransformError { span: self.span, msg: format!("internal error in vmap of @{}: {msg}", self.top) }
+        TransformError { span: self.sh.span, msg: format!("internal error in vmap of @{}: {msg}", self.sh.top) }
     }
 
     pub(crate) fn unsupported(&self, op: Opcode, why: &str) -> TransformError {
-        TransformError { span: self.span, msg: format!("unsupported: vmap of '{op}' {why}") }
+        TransformError { span: self.sh.span, msg: format!("unsupported: vmap of '{op}' {why}") }
     }
 }
 
 /// An instruction's attributes as the builder takes them.
 pub(crate) fn attrs_of(inst: &InstData) -> Vec<(&str, AttrValue)> {
     inst.attrs.iter().map(|a| (a.name.as_str(), a.value.clone())).collect()
-}
-
-/// A function name not used in the module: `base`, else `base.1`, ...
-fn fresh_func_name(m: &Module, base: &str) -> String {
-    let mut name = base.to_string();
-    let mut k = 1;
-    while m.func_by_name(&name).is_some() {
-        name = format!("{base}.{k}");
-        k += 1;
-    }
-    name
 }

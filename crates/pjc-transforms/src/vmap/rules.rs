@@ -6,7 +6,7 @@
 //! Conventions: `k` is an operand's batch dimension; a dimension attribute `d`
 //! of the unbatched op becomes `shift(d, k)` = `d + (d >= k)` in the batched one.
 
-use super::emit::ints;
+use super::emit::{ints, with_axis};
 use super::{attrs_of, batched_type, Batcher, Bv, R, UNROLL_LIMIT};
 use pjc_ir::attrs::resolved_attr;
 use pjc_ir::infer::parse_conv_labels;
@@ -54,7 +54,7 @@ impl Orig<'_> {
     }
 }
 
-impl Batcher<'_> {
+impl Batcher<'_, '_> {
     /// Batches one instruction with at least one batched operand.
     pub(crate) fn rule(&mut self, f: &Function, inst: &InstData, ops: &[Bv]) -> R<Vec<Bv>> {
         use Opcode::*;
@@ -173,7 +173,32 @@ impl Batcher<'_> {
                 one(v, k)
             }
             Gather => self.gather(&o, ops).map(|v| vec![v]),
-            ScatterAdd => self.scatter_add(&o, ops).map(|v| vec![v]),
+            ScatterAdd | Scatter => self.scatter(&o, ops).map(|v| vec![v]),
+            Sort => {
+                let k = k0;
+                let mut vals = vec![];
+                for &x in ops {
+                    vals.push(self.materialize(x, k, name)?);
+                }
+                let mut attrs = attrs_of(inst);
+                for (n, v) in attrs.iter_mut() {
+                    if *n == "dim" {
+                        *v = AttrValue::Int(shift(o.int(self, "dim")? as usize, k) as i64);
+                    }
+                }
+                let rs = self.emit_multi(Sort, &vals, attrs, &[], None, name)?;
+                Ok(rs.into_iter().map(|v| Bv { v, bd: Some(k) }).collect())
+            }
+            TopK => {
+                // Along the last dimension: the batch dimension must be another.
+                let last = o.types[0].rank();
+                let (x, k) = if k0 == last { (self.moveaxis(ops[0].v, k0, 0, name)?, 0) } else { (ops[0].v, k0) };
+                let rs = self.emit_multi(TopK, &[x], attrs_of(inst), &[], None, name)?;
+                Ok(rs.into_iter().map(|v| Bv { v, bd: Some(k) }).collect())
+            }
+            Scan => self.scan(f, inst, ops),
+            Switch => self.switch(f, inst, ops),
+            While => self.while_loop(f, inst, ops),
             AllReduce | CollectivePermute => {
                 let v = self.emit(inst.op, &[ops[0].v], attrs_of(inst), None, name)?;
                 one(v, k0)
@@ -546,11 +571,11 @@ impl Batcher<'_> {
         }
     }
 
-    /// `scatter_add`. Unbatched indices: base and updates get the batch
-    /// dimension at matching places and one scatter serves all examples. Batched
-    /// indices: per-example scatter ([`Batcher::batched_scatter`]); out-of-range
-    /// indices stay dropped.
-    fn scatter_add(&mut self, o: &Orig, ops: &[Bv]) -> R<Bv> {
+    /// `scatter_add` and `scatter` (every kind). Unbatched indices: base and
+    /// updates get the batch dimension at matching places and one scatter
+    /// serves all examples. Batched indices: per-example scatter
+    /// ([`Batcher::batched_scatter`]); out-of-range indices stay dropped.
+    fn scatter(&mut self, o: &Orig, ops: &[Bv]) -> R<Bv> {
         let name = o.name();
         let axis = o.int(self, "axis")? as usize;
         let (base, idx, upd) = (ops[0], ops[1], ops[2]);
@@ -561,7 +586,7 @@ impl Batcher<'_> {
             let uk = if k < a { k } else { k - 1 + irank };
             let bv = self.materialize(base, k, name)?;
             let uv = self.materialize(upd, uk, name)?;
-            let v = self.emit(Opcode::ScatterAdd, &[bv, idx.v, uv], vec![("axis", AttrValue::Int(a as i64))], None, name)?;
+            let v = self.emit(o.inst.op, &[bv, idx.v, uv], with_axis(o.inst, a), None, name)?;
             return Ok(Bv { v, bd: Some(k) });
         }
         let b = self.size;
@@ -579,7 +604,7 @@ impl Batcher<'_> {
         let uv = self.reshape(uv, ushape, name)?;
         let valid = self.in_range(iv, n, name)?;
         let pos = self.clamp_index(iv, n - 1, name)?;
-        let v = self.batched_scatter(bv, axis + 1, pos, valid, uv, name)?;
+        let v = self.batched_scatter(o.inst, bv, axis + 1, pos, valid, uv, name)?;
         Ok(Bv { v, bd: Some(0) })
     }
 
@@ -588,27 +613,11 @@ impl Batcher<'_> {
     fn call(&mut self, f: &Function, inst: &InstData, ops: &[Bv]) -> R<Vec<Bv>> {
         let callee = inst
             .callee()
-            .and_then(|c| self.m.func_by_name(c))
+            .and_then(|c| self.sh.m.func_by_name(c))
             .ok_or_else(|| self.internal(format!("call of unknown function in @{}", f.name)))?;
-        let g = &self.m.funcs[callee];
-        if !(g.kind == FuncKind::Spmd && self.b.func.kind == FuncKind::Global) {
-            // Inlined: the callee's signature shardings (constraints where
-            // written) stay as constraints on its arguments and results.
-            let mut args = vec![];
-            for (&x, &p) in ops.iter().zip(&g.params) {
-                args.push(match &g.values[p].sharding {
-                    Some(s) => self.constrain(x, s, usize::MAX, &g.values[p].name)?,
-                    None => x,
-                });
-            }
-            let first_new = self.b.func.values.len();
-            let mut outs = self.run(g, args)?;
-            for (o, r) in outs.iter_mut().zip(&g.results) {
-                if let Some(s) = &r.sharding {
-                    *o = self.constrain(*o, s, first_new, &format!("{}.r", g.name))?;
-                }
-            }
-            return Ok(outs);
+        let g = &self.sh.m.funcs[callee];
+        if !(g.kind == FuncKind::Spmd && self.func.kind == FuncKind::Global) {
+            return self.inline(g, ops);
         }
         if self.size > UNROLL_LIMIT {
             return Err(self.unsupported(
@@ -649,6 +658,29 @@ impl Batcher<'_> {
             }
             let v = self.emit(Opcode::Concat, &parts, vec![("dim", AttrValue::Int(0))], None, &name)?;
             outs.push(Bv { v, bd: Some(0) });
+        }
+        Ok(outs)
+    }
+}
+
+impl Batcher<'_, '_> {
+    /// `g` applied to `ops`, inlined and batched. Its signature shardings
+    /// (constraints where written) stay as constraints on its arguments and
+    /// results.
+    pub(crate) fn inline(&mut self, g: &Function, ops: &[Bv]) -> R<Vec<Bv>> {
+        let mut args = vec![];
+        for (&x, &p) in ops.iter().zip(&g.params) {
+            args.push(match &g.values[p].sharding {
+                Some(s) => self.constrain(x, s, usize::MAX, &g.values[p].name)?,
+                None => x,
+            });
+        }
+        let first_new = self.func.values.len();
+        let mut outs = self.run(g, args)?;
+        for (o, r) in outs.iter_mut().zip(&g.results) {
+            if let Some(s) = &r.sharding {
+                *o = self.constrain(*o, s, first_new, &format!("{}.r", g.name))?;
+            }
         }
         Ok(outs)
     }
