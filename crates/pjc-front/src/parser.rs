@@ -122,7 +122,12 @@ impl Parser {
             return Err(Bail);
         }
         let got = self.peek().describe();
-        self.error(span, format!("expected {what}, found {got}"))
+        // `(%a, %b,)`, `sort %a, {dim=0}`, `switch %i, @b0, (%x)`: the list was
+        // over at the comma.
+        let after_comma = self.pos > 0 && self.toks[self.pos - 1].tok == Tok::Comma;
+        let closing = matches!(self.peek(), Tok::RParen | Tok::RBrace | Tok::RBracket | Tok::LParen | Tok::LBrace);
+        let hint = if after_comma && closing { " (a list has no trailing ',')" } else { "" };
+        self.error(span, format!("expected {what}, found {got}{hint}"))
     }
     fn expect(&mut self, t: &Tok, what: &str) -> P<Span> {
         if self.is(t) {
@@ -563,9 +568,9 @@ impl Parser {
                             None => return self.undefined(&n, sp),
                         }
                     }
-                    _ => return self.expected(&format!("the index operand after '{opname}' like %i")),
+                    _ => return self.expected(&format!("the index operand after '{opname}' like %i (the index comes first: '{opname} %i, @b0, @b1(...)')")),
                 }
-                self.expect(&Tok::Comma, "',' and the branches after the index")?;
+                self.expect(&Tok::Comma, &format!("',' and at least one branch after the index like '{opname} %i, @b0(...)'"))?;
             }
             loop {
                 match self.peek().clone() {
@@ -585,13 +590,23 @@ impl Parser {
                 }
                 let more = match def.callees {
                     Callees::CondBody => inst.callees.len() < 2,
+                    Callees::Branches if matches!(self.peek(), Tok::Func(_)) => return self.expected("',' between the branches"),
                     Callees::Branches => self.is(&Tok::Comma),
                     _ => false,
                 };
                 if !more {
                     break;
                 }
-                self.expect(&Tok::Comma, &format!("',' and the body after '{opname} @{}'", inst.callees[0]))?;
+                let what = format!("',' and the body after '{opname} @{}' ('{opname}' names a condition and a body: '{opname} @cond, @body(...)')", inst.callees[0]);
+                self.expect(&Tok::Comma, &what)?;
+            }
+            if self.is(&Tok::Comma) {
+                let names = match def.callees {
+                    Callees::CondBody => "a condition and a body, no more",
+                    _ if op == Opcode::Scan => "one step function",
+                    _ => "one function",
+                };
+                return self.expected_here(&format!("'(' and the arguments after @{} ('{opname}' names {names})", inst.callees.last().map_or("", String::as_str)));
             }
             self.expect(&Tok::LParen, "'(' and the arguments")?;
             if !self.is(&Tok::RParen) {

@@ -2,8 +2,9 @@
 //! type inference for results the source left untyped.
 //!
 //! Checked invariants (each failure is one diagnostic; checking continues):
-//! - function names are unique; every `call`/`grad`/`vmap` names a function of
-//!   the module; the call graph has no cycle;
+//! - function names are unique; every `call`/`grad`/`vmap` and every body of
+//!   `while`/`scan`/`switch` names a function of the module; the call graph
+//!   (bodies included) has no cycle;
 //! - signatures: shardings have one entry per dimension, name existing mesh axes
 //!   at most once, never use `?`, and (in a `func`) divide their dimensions;
 //!   result names are unique and do not collide with default `outK` names; a
@@ -15,9 +16,19 @@
 //!   types follow the op's type rule (`pjc_ir::infer`), and written result types
 //!   equal the inferred ones; sharding constraints are allowed only in a `func`
 //!   and follow the signature rules (but may use `?`);
+//! - control flow (section 7.1, in `pjc_ir::infer`): `while` and `scan` have an
+//!   operand; every body has the caller's kind and a signature that fits the
+//!   statement (a mismatch points at the body's name and names the parameter or
+//!   result); `scan`'s `length` >= 1, `carries` <= the operands, scanned
+//!   operands of dimension 0 `length`; `switch`'s index an integer scalar;
 //! - `return` matches the declared results in number and type;
 //! - every result of a `spmd func` that is not split over a mesh axis is provably
-//!   the same on every device along that axis (spec section 5's rule).
+//!   the same on every device along that axis (spec section 5's rule, seeing
+//!   through control flow); `while`'s predicate and `switch`'s index are the same
+//!   on every device; an `on` written on a body's signature equals the variance
+//!   the call site gives it (`pjc_ir::replication`). A `spmd func` used only as a
+//!   body is checked where it is used, with its parameters varying like what the
+//!   statement passes.
 //! (SSA — defined once, before use — is enforced by the parser, which resolves
 //! names in order.)
 
@@ -106,19 +117,7 @@ fn run(m: &Module) -> (Vec<Diag>, Vec<(FuncId, Fixes)>) {
     }
     call_cycles(m, &mut d);
     if d.is_empty() {
-        // The replication proof reads types: of the module as verified.
-        for (id, f) in m.funcs.iter().filter(|(_, f)| f.kind == FuncKind::Spmd) {
-            match fixes.iter().find(|(fid, _)| *fid == id).map(|(_, fx)| fx) {
-                Some(fx) if !fx.types.is_empty() => {
-                    let mut g = f.clone();
-                    for (v, t) in &fx.types {
-                        g.values[*v].ty = t.clone();
-                    }
-                    replication(&g, m, &mesh, &mut d);
-                }
-                _ => replication(f, m, &mesh, &mut d),
-            }
-        }
+        replication(m, &mesh, &mut d);
     }
     (d, fixes)
 }
@@ -335,6 +334,7 @@ fn body(f: &Function, mesh: &Mesh, sigs: &HashMap<String, CalleeSig>, d: &mut Ve
                         Blame::Operand(i) => inst.operand_spans.get(i).copied().unwrap_or(inst.op_span),
                         Blame::Attr(name) => inst.attr_span(name),
                         Blame::ResultType => if inst.types_written { inst.types_span } else { inst.op_span },
+                        Blame::Callee(k) => inst.callee_spans.get(k).copied().unwrap_or(inst.op_span),
                     };
                     d.push(Diag::new(span, e.msg));
                 }
@@ -452,20 +452,33 @@ fn call_cycles(m: &Module, d: &mut Vec<Diag>) {
     }
 }
 
-fn replication(f: &Function, m: &Module, mesh: &Mesh, d: &mut Vec<Diag>) {
-    let var = pjc_ir::replication::varying_axes(f, m);
-    for (i, &v) in f.ret.iter().enumerate() {
-        let split: BTreeSet<String> =
-            f.results[i].sharding.iter().flat_map(|s| s.axes().map(str::to_string)).collect();
-        for axis in &mesh.axes {
-            if !split.contains(&axis.name) && var.get(&v).is_some_and(|s| s.contains(&axis.name)) {
-                d.push(Diag::new(
-                    f.ret_spans[i],
-                    format!(
-                        "result '{}' of spmd func @{} is not split over mesh axis '{}', but pjc cannot prove it is the same on every device along '{}' (reduce it with all_reduce/all_gather over '{}', or split the result over '{}')",
-                        f.result_name(i), f.name, axis.name, axis.name, axis.name, axis.name
-                    ),
-                ));
+/// Spec section 5's replication rule: every `spmd func` that is not only a
+/// body of control flow must give results not split over an axis that are the
+/// same on every device along it; its control flow, and that of every body it
+/// reaches (with the variance the call sites give their parameters), must take
+/// the same path on every device and agree with the `on`s written on bodies.
+fn replication(m: &Module, mesh: &Mesh, d: &mut Vec<Diag>) {
+    let bodies = pjc_ir::replication::bodies_only(m);
+    let mut r = pjc_ir::replication::Replication::new(m);
+    for (id, f) in m.funcs.iter() {
+        if f.kind != FuncKind::Spmd || bodies.contains(&id) {
+            continue;
+        }
+        let var = r.values(f, &pjc_ir::replication::signature_axes(f));
+        d.extend(r.take_problems().into_iter().map(|p| Diag::new(p.span, p.msg)));
+        for (i, &v) in f.ret.iter().enumerate() {
+            let split: BTreeSet<String> =
+                f.results[i].sharding.iter().flat_map(|s| s.axes().map(str::to_string)).collect();
+            for axis in &mesh.axes {
+                if !split.contains(&axis.name) && var.get(&v).is_some_and(|s| s.contains(&axis.name)) {
+                    d.push(Diag::new(
+                        f.ret_spans[i],
+                        format!(
+                            "result '{}' of spmd func @{} is not split over mesh axis '{}', but pjc cannot prove it is the same on every device along '{}' (reduce it with all_reduce/all_gather over '{}', or split the result over '{}')",
+                            f.result_name(i), f.name, axis.name, axis.name, axis.name, axis.name
+                        ),
+                    ));
+                }
             }
         }
     }

@@ -16,6 +16,8 @@ pub enum Blame {
     Operand(usize),
     Attr(&'static str),
     ResultType,
+    /// The `k`th function the instruction names (a body of `while`, `scan`, `switch`).
+    Callee(usize),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -283,6 +285,10 @@ pub fn infer(
     use Opcode::*;
     let cx = Cx { inst, ops: operands, written, ctx };
     let def = inst.op.def();
+    if inst.op.is_control() {
+        // Control flow explains a missing operand itself (section 7.1).
+        return infer_control(&cx);
+    }
     // Operand count.
     let n = operands.len();
     match def.arity {
@@ -878,7 +884,8 @@ fn type_list(ts: &[TensorType]) -> String {
 }
 
 /// `while`, `scan` and `switch` (section 7.1): the bodies' signatures against
-/// the carried and scanned operands.
+/// the carried and scanned operands. A mismatch blames the body's name in the
+/// statement ([`Blame::Callee`]) and names the parameter or result by position.
 fn infer_control(cx: &Cx) -> R<Vec<TensorType>> {
     let op = cx.inst.op;
     let sigs = &cx.ctx.callees;
@@ -894,43 +901,31 @@ fn infer_control(cx: &Cx) -> R<Vec<TensorType>> {
             _ => "'switch' names one or more branches: switch %i, @b0, @b1(...)".to_string(),
         });
     }
-    for s in sigs.iter() {
+    for (k, s) in sigs.iter().enumerate() {
         if s.kind != cx.ctx.caller {
-            let (want, got) = match cx.ctx.caller {
-                FuncKind::Global => ("a func", "a spmd func"),
-                FuncKind::Spmd => ("a spmd func", "a func"),
+            let (want, got, hint) = match cx.ctx.caller {
+                FuncKind::Global => ("a func", "a spmd func", " (call the spmd func from inside a func body instead)"),
+                FuncKind::Spmd => ("a spmd func", "a func", " (inside a spmd func, bodies are written in the per-device view)"),
             };
-            return err(Blame::Op, format!("the body @{} of '{op}' must be {want} like the function it is in, it is {got} (call a spmd func from inside a func body instead)", s.name));
+            return err(Blame::Callee(k), format!("the body @{} of '{op}' must be {want} like the function it is in, it is {got}{hint}", s.name));
         }
     }
-    let params_of = |s: &CalleeSig| -> Vec<TensorType> { s.params.iter().map(|(t, _)| t.clone()).collect() };
-    let results_of = |s: &CalleeSig| -> Vec<TensorType> { s.results.iter().map(|(t, _)| t.clone()).collect() };
     let args: Vec<TensorType> = cx.ops.iter().map(|t| (*t).clone()).collect();
-    let check_params = |s: &CalleeSig, want: &[TensorType], what: &str| -> R<()> {
-        let p = params_of(s);
-        if p != want {
-            return err(Blame::Op, format!("@{} must take {what} {}, it takes {}", s.name, type_list(want), type_list(&p)));
-        }
-        Ok(())
-    };
+    if args.is_empty() && op != Opcode::Switch {
+        return err(Blame::Op, format!("'{op}' needs at least one operand (a body sees only its parameters: loop-invariant values ride as carries it returns unchanged)"));
+    }
+    let body = |k: usize| Body { k, op, sig: sigs[k] };
     match op {
         Opcode::While => {
-            let (c, b) = (sigs[0], sigs[1]);
-            if args.is_empty() {
-                return err(Blame::Op, "'while' needs at least one carried value");
-            }
-            check_params(c, &args, "the carried values")?;
-            if results_of(c) != [TensorType::scalar(DType::Pred)] {
-                return err(Blame::Op, format!("the condition @{} must return (pred[]), it returns {}", c.name, type_list(&results_of(c))));
-            }
-            check_params(b, &args, "the carried values")?;
-            if results_of(b) != args {
-                return err(Blame::Op, format!("the body @{} must return the carried values' types {}, it returns {}", b.name, type_list(&args), type_list(&results_of(b))));
-            }
+            let carried = |i: usize| format!("carried value {i}");
+            let (cond, step) = (body(0), body(1));
+            cond.takes(&args, "the carried values", &carried)?;
+            cond.returns(&[TensorType::scalar(DType::Pred)], "the predicate", &|_| "the predicate".to_string())?;
+            step.takes(&args, "the carried values", &carried)?;
+            step.returns(&args, "the carried values back", &carried)?;
             Ok(args)
         }
         Opcode::Scan => {
-            let s = sigs[0];
             let length = cx.int("length")?;
             if length < 1 {
                 return err(Blame::Attr("length"), format!("'length' must be at least 1, got {length}"));
@@ -939,24 +934,25 @@ fn infer_control(cx: &Cx) -> R<Vec<TensorType>> {
             if carries < 0 || carries as usize > args.len() {
                 return err(Blame::Attr("carries"), format!("'carries' must be between 0 and the number of operands ({}), got {carries}", args.len()));
             }
-            if args.is_empty() {
-                return err(Blame::Op, "'scan' needs at least one operand");
-            }
             let c = carries as usize;
             let mut step_params: Vec<TensorType> = args[..c].to_vec();
             for (i, t) in args.iter().enumerate().skip(c) {
                 if t.rank() == 0 || t.shape[0] != length as u64 {
-                    return err(Blame::Operand(i), format!("scanned operand {i} must have dimension 0 of size length={length}, it is {t}"));
+                    let has = if t.rank() == 0 { "is a scalar".to_string() } else { format!("has size {}", t.shape[0]) };
+                    return err(Blame::Operand(i), format!("scanned operand {i} ({t}) must have dimension 0 of size length={length}, it {has}"));
                 }
                 let mut sl = t.clone();
                 sl.shape.remove(0);
                 step_params.push(sl);
             }
-            check_params(s, &step_params, "the carries and one slice of each scanned operand")?;
-            let res = results_of(s);
-            if res.len() < c || res[..c] != args[..c] {
-                return err(Blame::Op, format!("@{} must return the carries' types {} first, it returns {}", s.name, type_list(&args[..c]), type_list(&res)));
+            let step = body(0);
+            let what = |i: usize| if i < c { format!("carry {i}") } else { format!("a slice of scanned operand {i} ({} without dimension 0)", args[i]) };
+            step.takes(&step_params, "the carries and one slice of each scanned operand", &what)?;
+            let res: Vec<TensorType> = step.sig.results.iter().map(|(t, _)| t.clone()).collect();
+            if res.len() < c {
+                return err(step.blame(), format!("@{} returns {} result{}, but 'scan' needs the {c} carr{} {} first, then one slice of each output", step.sig.name, res.len(), plural(res.len()), if c == 1 { "y" } else { "ies" }, type_list(&args[..c])));
             }
+            step.returns_prefix(&args[..c], &|i| format!("carry {i}"))?;
             let mut out = res[..c].to_vec();
             for t in &res[c..] {
                 let mut st = t.clone();
@@ -973,11 +969,13 @@ fn infer_control(cx: &Cx) -> R<Vec<TensorType>> {
                 return err(Blame::Operand(0), format!("the switch index must be an integer scalar, got {idx}"));
             }
             let rest = &args[1..];
-            let r0 = results_of(sigs[0]);
-            for s in sigs.iter() {
-                check_params(s, rest, "the switch operands")?;
-                if results_of(s) != r0 {
-                    return err(Blame::Op, format!("every branch must return the same types: @{} returns {}, @{} returns {}", sigs[0].name, type_list(&r0), s.name, type_list(&results_of(s))));
+            let first = body(0);
+            let r0: Vec<TensorType> = first.sig.results.iter().map(|(t, _)| t.clone()).collect();
+            for k in 0..sigs.len() {
+                let b = body(k);
+                b.takes(rest, "the switch arguments", &|i| format!("argument {i}"))?;
+                if k > 0 {
+                    b.returns(&r0, &format!("branch @{}'s results", first.sig.name), &|i| format!("branch @{}'s result {i}", first.sig.name))?;
                 }
             }
             Ok(r0)
@@ -985,10 +983,58 @@ fn infer_control(cx: &Cx) -> R<Vec<TensorType>> {
     }
 }
 
-fn infer_callee(cx: &Cx) -> R<Vec<TensorType>> {
-    if cx.inst.op.is_control() {
-        return infer_control(cx);
+/// Body `k` of a control-flow op, for checking its signature.
+struct Body<'a> {
+    k: usize,
+    op: Opcode,
+    sig: &'a CalleeSig,
+}
+
+impl Body<'_> {
+    fn blame(&self) -> Blame {
+        Blame::Callee(self.k)
     }
+    /// Its parameters are `want`; `what(i)` says what the op passes at position i.
+    fn takes(&self, want: &[TensorType], all: &str, what: &dyn Fn(usize) -> String) -> R<()> {
+        let got: Vec<&TensorType> = self.sig.params.iter().map(|(t, _)| t).collect();
+        if got.len() != want.len() {
+            return err(self.blame(), format!("@{} takes {} parameter{}, but '{}' passes it {}: {all} {}", self.sig.name, got.len(), plural(got.len()), self.op, want.len(), type_list(want)));
+        }
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            if *g != w {
+                return err(self.blame(), format!("parameter {i} of @{} is {g}, but '{}' passes it {}: {w}", self.sig.name, self.op, what(i)));
+            }
+        }
+        Ok(())
+    }
+    /// Its results are `want`; `what(i)` says what result i must be.
+    fn returns(&self, want: &[TensorType], all: &str, what: &dyn Fn(usize) -> String) -> R<()> {
+        let n = self.sig.results.len();
+        if n != want.len() {
+            return err(self.blame(), format!("@{} returns {n} result{}, but '{}' needs {}: {all} {}", self.sig.name, plural(n), self.op, want.len(), type_list(want)));
+        }
+        self.returns_prefix(want, what)
+    }
+    /// Its first `want.len()` results are `want` (the caller checked there are as many).
+    fn returns_prefix(&self, want: &[TensorType], what: &dyn Fn(usize) -> String) -> R<()> {
+        for (i, ((g, _), w)) in self.sig.results.iter().zip(want).enumerate() {
+            if g != w {
+                return err(self.blame(), format!("result {i} of @{} is {g}, but it must be {}: {w}", self.sig.name, what(i)));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+fn infer_callee(cx: &Cx) -> R<Vec<TensorType>> {
     let Some(sig) = cx.ctx.callees.first().copied() else {
         return err(Blame::Op, "unknown function");
     };
