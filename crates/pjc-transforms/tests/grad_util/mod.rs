@@ -253,3 +253,113 @@ pub fn check_op(params: &str, body: &str, y_type: &str, wrt: &[usize], inits: &[
     all.push(Init::U(-1.0, 1.0));
     check_grad(&src, "f", wrt, &all, seed).1
 }
+
+/// Inputs for `@f` of `src` drawn by `inits` (one per parameter).
+pub fn draw_inputs(src: &str, f: &str, inits: &[Init], seed: u64) -> Vec<Tensor> {
+    let m = load(src);
+    let types = param_types(&m, f);
+    assert_eq!(types.len(), inits.len(), "one Init per parameter of @{f}");
+    let mut rng = Rng::new(seed);
+    types.iter().zip(inits).map(|(t, i)| fill(t, i, &mut rng)).collect()
+}
+
+/// The value and gradients `grad @f {wrt}` computes on `inputs` (expanded,
+/// verified and run by the interpreter).
+pub fn grad_outputs(src: &str, f: &str, wrt: &[usize], inputs: &[Tensor]) -> Vec<Tensor> {
+    let m = expand(&with_grad_main(src, f, wrt));
+    run(&m, "grad_main", inputs.to_vec())
+}
+
+/// `src` with every `scan` (in every function) replaced by its loop unrolled
+/// by hand: one `call` of the step per iteration on the sliced operands, in
+/// the scan's order, outputs stacked with `concat`. The reference the
+/// gradient of a scan must equal.
+pub fn unroll_scans(src: &str) -> String {
+    use pjc_ir::builder::{signatures, Builder};
+    use pjc_ir::{AttrValue, Opcode, Value};
+    use std::collections::HashMap;
+    let mut m = load(src);
+    let sigs = signatures(&m);
+    let mesh = m.mesh_or_single();
+    let ids: Vec<_> = m.funcs.keys().collect();
+    for id in ids {
+        let f = &mut m.funcs[id];
+        let body = std::mem::take(&mut f.body);
+        let mut remap: HashMap<Value, Value> = HashMap::new();
+        for inst in body {
+            for v in f.insts[inst].operands.iter_mut() {
+                if let Some(n) = remap.get(v) {
+                    *v = *n;
+                }
+            }
+            if f.insts[inst].op != Opcode::Scan {
+                f.body.push(inst);
+                continue;
+            }
+            let d = f.insts[inst].clone();
+            let int = |n: &str| d.attr(n).and_then(AttrValue::as_int).unwrap() as usize;
+            let (len, nc) = (int("length"), int("carries"));
+            let reverse = matches!(d.attr("reverse"), Some(AttrValue::Bool(true)));
+            let mut b = Builder::new(f, &mesh, &sigs);
+            let mut carry: Vec<Value> = d.operands[..nc].to_vec();
+            let mut outs: Vec<Vec<Value>> = vec![vec![]; d.results.len() - nc];
+            let order: Vec<usize> = if reverse { (0..len).rev().collect() } else { (0..len).collect() };
+            for &i in &order {
+                let mut args = carry.clone();
+                for &x in &d.operands[nc..] {
+                    let t = b.func.values[x].ty.clone();
+                    let mut start = vec![0i64; t.rank()];
+                    let mut limit: Vec<i64> = t.shape.iter().map(|&s| s as i64).collect();
+                    start[0] = i as i64;
+                    limit[0] = i as i64 + 1;
+                    let attrs = vec![
+                        ("start", AttrValue::int_list(&start)),
+                        ("limit", AttrValue::int_list(&limit)),
+                        ("stride", AttrValue::int_list(&vec![1; t.rank()])),
+                    ];
+                    let s = b.build(Opcode::Slice, &[x], attrs, "slice");
+                    let st = TensorType::new(t.dtype, t.shape[1..].to_vec());
+                    args.push(b.build_typed(Opcode::Reshape, &[s], vec![], st, "slice"));
+                }
+                let r = b.try_build(Opcode::Call, &args, vec![], &d.callees, None, "it").unwrap();
+                carry = r[..nc].to_vec();
+                for (k, &y) in r[nc..].iter().enumerate() {
+                    let t = b.func.values[y].ty.clone();
+                    let mut shape = t.shape.clone();
+                    shape.insert(0, 1);
+                    outs[k].push(b.build_typed(Opcode::Reshape, &[y], vec![], TensorType::new(t.dtype, shape), "row"));
+                }
+            }
+            for (k, &r) in d.results[..nc].iter().enumerate() {
+                remap.insert(r, carry[k]);
+            }
+            for (k, mut rows) in outs.into_iter().enumerate() {
+                if reverse {
+                    rows.reverse();
+                }
+                let c = b.build(Opcode::Concat, &rows, vec![("dim", AttrValue::Int(0))], "stacked");
+                remap.insert(d.results[nc + k], c);
+            }
+        }
+        for v in f.ret.iter_mut() {
+            if let Some(n) = remap.get(v) {
+                *v = *n;
+            }
+        }
+    }
+    let text = pjc_front::print_module(&m);
+    load(&text);
+    text
+}
+
+/// Checks that two lists of results agree within the reassociation rule
+/// with `rtol` (integers and `pred` exactly).
+pub fn assert_all_close(want: &[Tensor], got: &[Tensor], rtol: f64, ctx: &str) {
+    use pjc_tensor::compare::{close, Tolerance};
+    assert_eq!(want.len(), got.len(), "number of results\n{ctx}");
+    for (k, (w, g)) in want.iter().zip(got).enumerate() {
+        if let Err(e) = close(w, g, Tolerance::reassoc(rtol)) {
+            panic!("result {k}: {e}\nwant {:?}\ngot  {:?}\n{ctx}", f64s(w), f64s(g));
+        }
+    }
+}
