@@ -12,7 +12,7 @@ import re
 import numpy as np
 from jax.extend import core as jcore
 
-from ._text import (array_lit, attrs_str, key_shape, pir_dtype, pir_type, scalar_lit,
+from ._text import (array_lit, attrs_str, key_shape, np_dtype, pir_dtype, pir_type, scalar_lit,
                     sharding_str, type_str)
 
 
@@ -70,6 +70,20 @@ class Val:
         return f"%{self.name}: {self.type}"
 
 
+_BITS = {"f64": "u64", "f32": "u32", "f16": "u16", "bf16": "u16"}
+
+
+def _odd_nans(arr, dtype) -> bool:
+    """Whether a float array holds a NaN other than the positive quiet one (`nan`)."""
+    if dtype not in _BITS:
+        return False
+    nans = arr[np.isnan(arr.astype(np.float64))]
+    if nans.size == 0:
+        return False
+    u = np_dtype(_BITS[dtype])
+    return bool(np.any(nans.view(u) != np.array(np.nan, arr.dtype).view(u)))
+
+
 def empty(dtype, shape) -> Val:
     """A zero-sized value: PIR has none, so it is never printed; the rules of `concatenate`
     and `pad` drop it, and any other op that meets one is an error."""
@@ -118,6 +132,19 @@ class Builder:
         self.lines.append(f"  {lhs} = {head}{attrs_str(attrs)} : ({tys})")
         return outs
 
+    def control(self, head, operands, types, attrs=None):
+        """A control-flow statement (spec section 7.1): `head` names the op and its bodies
+        (`scan @step`, `switch %i, @b0, @b1`), the operands follow in parentheses; one
+        result prints `: T`, several `: (T, U)`."""
+        outs = [Val(self.fresh(), d, s) for d, s in types]
+        if not outs:
+            return []
+        args = ", ".join("%" + v.name for v in operands)
+        tys = outs[0].type if len(outs) == 1 else "(" + ", ".join(v.type for v in outs) + ")"
+        lhs = ", ".join("%" + v.name for v in outs)
+        self.lines.append(f"  {lhs} = {head}({args}){attrs_str(attrs)} : {tys}")
+        return outs
+
     def const(self, value, dtype, shape=()) -> Val:
         """A constant filled with one scalar value (cached per function)."""
         if 0 in tuple(shape):
@@ -137,6 +164,12 @@ class Builder:
         flat = arr.reshape(-1)
         if arr.size == 0:
             return empty(dtype, arr.shape)
+        if _odd_nans(arr, dtype):
+            # PIR's `nan` literal is the positive quiet NaN: a constant holding other NaNs
+            # (a sign bit, a payload) is written as its bits and bitcast.
+            u = _BITS[dtype]
+            bits = self.const_array(arr.view(np_dtype(u)))
+            return self.op("bitcast_convert", [bits], dtype, arr.shape)
         if arr.ndim == 0 or bool(np.all(flat == flat[0])):
             return self.const(flat[0].item() if dtype != "bf16" else float(flat[0]), dtype, arr.shape)
         r = Val(self.fresh(), dtype, arr.shape)
@@ -208,7 +241,7 @@ class Builder:
             aval = atom.aval
             dtype = pir_dtype(aval.dtype)
             val = np.asarray(atom.val)
-            if val.ndim == 0:
+            if val.ndim == 0 and not _odd_nans(val.astype(np.dtype(aval.dtype)), dtype):
                 return self.const(val.item() if dtype != "bf16" else float(val), dtype, ())
             return self.const_array(val.astype(np.dtype(aval.dtype)))
         return env[atom]

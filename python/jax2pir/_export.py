@@ -80,6 +80,12 @@ class Module:
         self._f[base] = k + 1
         return f"{base}{k}"
 
+    def body_name(self, base) -> str:
+        """A new function name `base.K` for a control-flow body (K counts per base)."""
+        k = self._f.get(base + ".", 0)
+        self._f[base + "."] = k + 1
+        return f"{base}.{k}"
+
     def adopt_mesh(self, mesh, eqn=None):
         d = _mesh_dict(mesh)
         if d is None or not d:

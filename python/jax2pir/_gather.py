@@ -1,4 +1,4 @@
-"""`gather` and `scatter-add`: XLA's general forms rewritten into PIR's axis-only ops.
+"""`gather` and `scatter`: XLA's general forms rewritten into PIR's axis-only ops.
 
 PIR's `gather %t, %i {axis=a}` is numpy `take`; XLA's gather is far more general. The
 forms that models produce — an embedding lookup (`emb[ids]`, `jnp.take`), and
@@ -7,8 +7,11 @@ dimensions) — all pick single elements along some dimensions and take the othe
 whole. For those, the picked dimensions (batching ones first) are moved to the front
 and flattened into one, the indices become one flat index (batching positions from
 `iota`), and one PIR `gather`/`scatter_add` on axis 0 does the work; a transpose puts
-the result dimensions where JAX has them. Windowed slices along an indexed dimension
-(slice size > 1 there) are not supported.
+the result dimensions where JAX has them. A scatter (`x.at[i].set(v)`, `.add`, `.mul`,
+`.min`, `.max`; kinds set/add/mul/min/max) with one indexed dimension and no batching
+needs no flattening: it is one PIR `scatter {axis=a}` with the updates transposed into
+PIR's layout. Windowed slices along an indexed dimension (slice size > 1 there) and
+scatters with their own update function (`.apply`) are not supported.
 
 Out-of-range indices follow the JAX mode: `clip`/`promise_in_bounds` clamp each index
 into its dimension; `fill` gathers give the fill value (NaN for floats) and
@@ -119,9 +122,18 @@ def _gather(b, eqn, ins):
     return r
 
 
-@rule("scatter-add", "scatter_add")
-def _scatter_add(b, eqn, ins):
-    dtype, shape = out_type(eqn)
+# JAX's scatter primitives and the PIR kind each one combines with (`add` prints as
+# PIR's `scatter_add`, the same op).
+_SCATTER_KIND = {"scatter": "set", "scatter-add": "add", "scatter_add": "add",
+                 "scatter-mul": "mul", "scatter-min": "min", "scatter-max": "max"}
+
+
+@rule(*_SCATTER_KIND)
+def _scatter(b, eqn, ins):
+    kind = _SCATTER_KIND[eqn.primitive.name]
+    if kind == "set" and eqn.params.get("update_jaxpr") is not None:
+        fail(eqn, "a scatter with its own update function (x.at[i].apply(f)) has no PIR form; "
+                  "PIR's scatter kinds are set, add, mul, min and max")
     x, idx, upd = ins
     dn = eqn.params["dimension_numbers"]
     picked = [int(d) for d in dn.scatter_dims_to_operand_dims]
@@ -129,7 +141,8 @@ def _scatter_add(b, eqn, ins):
     batch_idx = [int(d) for d in getattr(dn, "scatter_indices_batching_dims", ())]
     if sorted(int(d) for d in dn.inserted_window_dims) != sorted(picked):
         fail(eqn, "a scatter whose inserted window dimensions are not exactly its indexed ones "
-                  "has no PIR form")
+                  "(an update of a window, such as x.at[i, 1:3].set(v)) has no PIR form: PIR's "
+                  "scatter updates single positions along one axis")
     window_dims = [int(d) for d in dn.update_window_dims]
     rest = [d for d in range(len(x.shape)) if d not in batch_op and d not in picked]
     if [upd.shape[d] for d in window_dims] != [x.shape[d] for d in rest]:
@@ -138,15 +151,26 @@ def _scatter_add(b, eqn, ins):
     simple = not batch_op and len(picked) == 1
     clip = "CLIP" in mode
     check = not simple and "PROMISE" not in mode and not clip
+    scatter_dims = [d for d in range(len(upd.shape)) if d not in window_dims]
+    attrs = {"axis": 0} if kind == "add" else {"axis": 0, "kind": kind}
+    opname = "scatter_add" if kind == "add" else "scatter"
+    if simple:
+        # One indexed dimension a: PIR's scatter along axis a, with the updates laid out
+        # as base.shape[:a] + index shape + base.shape[a+1:] (out-of-range indices are
+        # dropped by PIR, as FILL_OR_DROP wants).
+        a = picked[0]
+        flat, _ = _flat_index(b, eqn, idx, x.shape, [], [], picked, clamp=clip, want_valid=False)
+        u = b.transpose(upd, window_dims[:a] + scatter_dims + window_dims[a:])
+        attrs["axis"] = a
+        return b.op(opname, [x, flat, u], x.dtype, x.shape, attrs)
     base, perm, rest, n = _flatten_operand(b, x, batch_op, picked)
     flat, valid = _flat_index(b, eqn, idx, x.shape, batch_op, batch_idx, picked,
                               clamp=clip, want_valid=check)
     ishape = flat.shape
     if valid is not None:  # out-of-range updates go to index n, which PIR drops
         flat = b.op("select", [valid, flat, b.const(n, flat.dtype, ishape)], flat.dtype, ishape)
-    scatter_dims = [d for d in range(len(upd.shape)) if d not in window_dims]
     u = b.transpose(upd, scatter_dims + window_dims)
-    s = b.op("scatter_add", [base, flat, u], x.dtype, base.shape, {"axis": 0})
+    s = b.op(opname, [base, flat, u], x.dtype, base.shape, attrs)
     s = b.reshape(s, [x.shape[d] for d in perm])
     inv = [perm.index(d) for d in range(len(perm))]
     return b.transpose(s, inv)

@@ -295,6 +295,14 @@ key_ok("stop_gradient", "copy", "copy_p", "pvary", "reshard", "optimization_barr
        "device_put", "name", "random_clone")
 
 
+@rule("empty", "empty2")
+def _empty(b, eqn, ins):
+    # An uninitialised buffer (JAX's placeholder for the residuals of a cond branch not
+    # taken): PIR has none, zeros stand in.
+    dtype, shape = out_type(eqn)
+    return b.const(0, dtype, shape)
+
+
 @rule("sharding_constraint")
 def _sharding_constraint(b, eqn, ins):
     x = ins[0]
@@ -694,6 +702,6 @@ key_ok("jit", "pjit", "closed_call", "core_call", "remat", "checkpoint", "custom
 
 
 # ---- shard_map and collectives ------------------------------------------------------
-from . import _gather, _random, _spmd  # noqa: E402,F401  (they register their rules)
+from . import _control, _gather, _random, _sort, _spmd  # noqa: E402,F401  (they register their rules)
 
 _ = (UnsupportedError, Val)

@@ -239,6 +239,124 @@ def cumprod_lse(x):
     return jnp.cumprod(x * 0.5 + 1.0, axis=1) + lax.cumlogsumexp(x, axis=0, reverse=True)
 
 
+# ---- control flow (PIR v2: scan, while, switch) -------------------------------------
+
+
+def rnn(h, xs, w, u):
+    # Several carries, xs and ys, closed-over weights (the scan's consts), reverse, unroll.
+    def step(c, x):
+        h, acc = c
+        xa, xb = x
+        h = jnp.tanh(h @ w + xa @ u)
+        return (h, acc + jnp.sum(h * xb)), (h * 2.0, jnp.sum(h))
+    (h, acc), (hs, sums) = lax.scan(step, (h, jnp.float32(0.0)), (xs, xs[::-1] * 0.5), reverse=True, unroll=2)
+    return jnp.concatenate([hs.reshape(-1), sums, acc[None], h])
+
+
+def scan_forms(x, xs):
+    # A length-only scan (no xs), one without carries (xs -> ys), and one with no
+    # operand at all (PIR needs one: a stand-in carry).
+    a, ys = lax.scan(lambda c, _: (c * 1.5 + 1.0, c), x, None, length=4)
+    _, zs = lax.scan(lambda c, r: (c, jnp.sin(r) * 2.0), (), xs)
+    _, ks = lax.scan(lambda c, _: (c, jnp.arange(3.0)), (), None, length=2)
+    return a, ys, zs, ks
+
+
+def fori_static(x, w):
+    return lax.fori_loop(0, 5, lambda i, c: jnp.tanh(c @ w) + i.astype(jnp.float32) * 0.1, x)
+
+
+def fori_dynamic(x, w, n):
+    return lax.fori_loop(0, n, lambda i, c: jnp.tanh(c @ w) + i.astype(jnp.float32) * 0.1, x)
+
+
+def while_consts(x, w, limit):
+    # The condition and the body close over values (cond_nconsts, body_nconsts).
+    def cond(c):
+        return (jnp.sum(jnp.abs(c[0])) < limit) & (c[1] < 50)
+    def body(c):
+        return c[0] * w + 0.25, c[1] + 1
+    y, n = lax.while_loop(cond, body, (x, jnp.int32(0)))
+    return y, n, lax.while_loop(lambda i: i > 100, lambda i: i + 1, n)  # zero iterations
+
+
+def cond_branches(x, w, p):
+    return lax.cond(p, lambda x: jnp.sin(x * w), lambda x: x * x - w, x)
+
+
+def switch_branches(x, w, i):
+    fs = [lambda x: x * w, lambda x: jnp.cos(x) + w, lambda x: x @ jnp.ones((x.shape[-1], x.shape[-1])) * 0.1]
+    return lax.switch(i, fs, x) + lax.switch(i - 7, fs, x) + lax.switch(i + 7, fs, x)  # clamped
+
+
+def nested(x, w, n):
+    # Control flow inside bodies: a scan and a cond inside a while.
+    def body(c):
+        y, k = c
+        y, _ = lax.scan(lambda h, _: (jnp.tanh(h @ w), None), y, None, length=2)
+        y = lax.cond(k % 2 == 0, lambda v: v * 0.5, lambda v: v + 1.0, y)
+        return y, k + 1
+    return lax.while_loop(lambda c: c[1] < n, body, (x, 0))
+
+
+def scan_keys(k, x):
+    # A typed PRNG key carried through a scan (dropout in a loop).
+    def step(c, _):
+        key, h = c
+        key, sub = random.split(key)
+        keep = random.bernoulli(sub, 0.7, h.shape)
+        return (key, jnp.where(keep, h / 0.7, 0.0) + 0.1), keep
+    (key, h), masks = lax.scan(step, (k, x), None, length=3)
+    return random.key_data(key), h, masks
+
+
+# ---- sort, top_k, scatter -----------------------------------------------------------
+
+
+def sorts(x, y):
+    # Ties, -0.0 and NaN: PIR's order is JAX's comparator (zeros equal, NaNs greatest and
+    # equal); results compared bit for bit through bitcasts.
+    special = jnp.array([0.0, -0.0, jnp.nan, 1.0, -jnp.nan, -jnp.inf, 1.0, 0.0, jnp.inf, -0.0], jnp.float32)
+    s = jnp.concatenate([special, x[0]])
+    bits = lambda v: lax.bitcast_convert_type(v, jnp.uint32)  # noqa: E731
+    return (bits(jnp.sort(s)), jnp.argsort(s), bits(jnp.sort(s, descending=True)),
+            jnp.argsort(s, descending=True), jnp.sort(x, axis=0), jnp.argsort(x, axis=1),
+            lax.sort((jnp.round(x), y, x), num_keys=2), lax.sort((x, y), is_stable=False),
+            jnp.sort(jnp.asarray(x > 0)), jnp.sort((x * 10).astype(jnp.int32), axis=1))
+
+
+def top_k(x):
+    v, i = lax.top_k(x, 3)
+    v0, i0 = lax.top_k(x, 2, axis=0)
+    return v, i, v0, i0
+
+
+def sort_grad(x, w):
+    v, _ = lax.top_k(x, 3)
+    return jnp.sort(x * w, axis=1) * w + jnp.sum(v)
+
+
+def scatters(x, i, v, a, j):
+    # Duplicate indices (2 twice, and out of range 9 and -1: -1 wraps like numpy, 9 is
+    # dropped), along axis 0 and 1, a scalar index, a point scatter, integers and pred.
+    return (x.at[i].set(v), x.at[i].add(v), x.at[i].mul(v), x.at[i].min(v), x.at[i].max(v),
+            x.at[:, j].set(x[::-1] * 3.0), x.at[:, j].max(x[::-1]), x.at[2].set(7.0),
+            x.at[i, 1].set(v[:, 0]), x.at[i].set(v, mode="clip"),
+            a.at[i].add(a[:5] * 3), a.at[i].min(a[4:]), a.at[j].mul(a[:4]),
+            (a > 0).at[j].set(False), (a > 0).at[i].max(a[:5] < 0))
+
+
+def scatter_grad(x, i, v):
+    return x.at[i].set(v * 2.0) * x + x.at[i].add(v * v)
+
+
+def permutations(k, x):
+    return (random.permutation(k, 10), random.permutation(k, x, axis=1),
+            random.permutation(k, x, independent=True), random.choice(k, x, (3,), replace=False),
+            random.choice(k, 10, (4,), replace=False, p=jnp.arange(1.0, 11.0)),
+            random.choice(k, x, (2,), replace=False, axis=1))
+
+
 x4 = f32(4, 6)
 CASES = [
     ("elementwise", elementwise, (f32(4, 6), f32(4, 6)), 2e-5),
@@ -281,4 +399,25 @@ CASES = [
     ("cumulative", cumulative, (f32(5, 7),), 1e-5),
     ("cumulative_ints", cumulative_ints, (i32(7, 5, 7) - 3,), 0.0),
     ("grad_cumprod_cumlogsumexp", g(cumprod_lse), (f32(5, 7),), 1e-5),
+]
+
+# Version 2 (control flow, sort, top_k, scatter): run by `pjc eval` like the others.
+CASES_V2 = [
+    ("scan", g(rnn), (f32(3), f32(6, 3), f32(3, 3), f32(3, 3)), 1e-5),
+    ("scan_forms", scan_forms, (f32(4), f32(3, 2)), 1e-6),
+    ("fori_loop_static", g(fori_static), (f32(2, 4), f32(4, 4, scale=0.5)), 1e-5),
+    ("fori_loop_dynamic", fori_dynamic, (f32(2, 4), f32(4, 4, scale=0.5), jnp.int32(6)), 1e-5),
+    ("while_loop", while_consts, (f32(5), jnp.float32(1.3), jnp.float32(40.0)), 1e-5),
+    ("cond_true", g(cond_branches), (f32(3, 4), f32(4), jnp.bool_(True)), 1e-5),
+    ("cond_false", g(cond_branches), (f32(3, 4), f32(4), jnp.bool_(False)), 1e-5),
+    ("switch", g(switch_branches), (f32(3, 4), f32(4), jnp.int32(1)), 1e-5),
+    ("nested_control_flow", nested, (f32(2, 3), f32(3, 3), jnp.int32(3)), 1e-5),
+    ("scan_typed_keys", scan_keys, (TKEY, f32(4, 5)), 1e-6),
+    ("sort", sorts, (f32(4, 6), f32(4, 6)), 0.0),
+    ("top_k", top_k, (f32(5, 7),), 0.0),
+    ("grad_sort_top_k", g(sort_grad), (f32(4, 6), f32(4, 6)), 1e-6),
+    ("scatter", scatters, (f32(6, 4), jnp.array([0, 2, 9, 2, -1], jnp.int32), f32(5, 4),
+                           jnp.asarray(rng.integers(-9, 9, 9), jnp.int32), jnp.array([3, 0, 3, 1], jnp.int32)), 1e-6),
+    ("grad_scatter", g(scatter_grad), (f32(6, 4), jnp.array([0, 2, 5, 2, 4], jnp.int32), f32(5, 4)), 1e-6),
+    ("random_permutation_choice", permutations, (KEY, f32(5, 6)), 0.0),
 ]

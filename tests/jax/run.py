@@ -52,7 +52,7 @@ def test(fn):
 def _primitive_tests():
     import primitives
 
-    for name, fn, args, tol in primitives.CASES:
+    for name, fn, args, tol in primitives.CASES + primitives.CASES_V2:
         def t(fn=fn, args=args, tol=tol):
             return f"max error {common.agree(fn, args, rtol=tol):.2e} (rtol {tol})"
         t.__name__ = f"primitive_{name}"
@@ -140,6 +140,33 @@ def shard_map_gradient():
 
 
 @test
+def shard_map_control_flow():
+    """Control flow inside a shard_map body: its bodies are spmd funcs (local types,
+    collectives allowed), forward and gradient."""
+    from jax.sharding import PartitionSpec as P
+
+    def body(x, w):
+        def step(h, xs):
+            h = jnp.tanh(jax.lax.psum(h @ w, "model") * 0.5 + xs)
+            return h, jax.lax.psum(jnp.max(h), "data")
+        h, ys = jax.lax.scan(step, x[0], x)
+        h = jax.lax.cond(jax.lax.psum(jnp.sum(h), "data") > 0, lambda v: v * 2.0, jnp.sin, h)
+        return jax.lax.psum(jnp.sum(h * h) + jnp.sum(ys), "data")
+
+    f = jax.shard_map(body, mesh=_mesh(), in_specs=(P(None, "data"), P()), out_specs=P())
+
+    def loss(x, w):
+        return f(x, w)
+
+    x = jnp.asarray(np.random.default_rng(6).standard_normal((3, 8, 8)), jnp.float32)
+    w = jnp.asarray(np.random.default_rng(7).standard_normal((8, 8)) * 0.3, jnp.float32)
+    vg = jax.value_and_grad(loss, argnums=(0, 1))
+    pir = jax2pir.export(vg, x, w)
+    assert "spmd func @scan_step.0" in pir and "spmd func @cond" in pir, pir[:3000]
+    return f"max error {common.agree(vg, (x, w), rtol=1e-5):.2e}"
+
+
+@test
 def jit_shardings_and_constraint():
     from jax.sharding import NamedSharding, PartitionSpec as P
 
@@ -162,17 +189,35 @@ def jit_shardings_and_constraint():
 # ---- 3. errors and literals ------------------------------------------------------------
 @test
 def unsupported_primitive_error():
-    def uses_sort(x):
-        return jnp.sort(x) * 2.0  # the line the error must name
+    def uses_lgamma(x):
+        return jax.lax.lgamma(x) * 2.0  # the line the error must name
 
-    line = uses_sort.__code__.co_firstlineno + 1
+    line = uses_lgamma.__code__.co_firstlineno + 1
     try:
-        jax2pir.export(uses_sort, jnp.ones(4))
+        jax2pir.export(uses_lgamma, jnp.ones(4))
     except jax2pir.UnsupportedError as e:
         msg = str(e)
-        assert "'sort'" in msg and f"run.py:{line}" in msg, msg
+        assert "'lgamma'" in msg and f"run.py:{line}" in msg, msg
         return msg
-    raise AssertionError("no error for sort")
+    raise AssertionError("no error for lgamma")
+
+
+@test
+def scatter_unsupported_errors():
+    """Scatters PIR cannot express: a custom update function, a window along an indexed
+    dimension; each error names the form and the user's line."""
+    x, i = jnp.ones((5, 4)), jnp.array([0, 2])
+    cases = [(lambda x, i: x.at[i].apply(jnp.sin), "x.at[i].apply"),
+             (lambda x, i: x.at[i, 1:3].set(jnp.ones((2, 2))), "x.at[i, 1:3].set")]
+    msgs = []
+    for f, what in cases:
+        try:
+            jax2pir.export(f, x, i)
+            raise AssertionError(f"no error for {what}")
+        except jax2pir.UnsupportedError as e:
+            assert "'scatter'" in str(e) and what in str(e) and "run.py:" in str(e), str(e)
+            msgs.append(str(e).split(": ", 2)[-1])
+    return "; ".join(msgs)
 
 
 @test

@@ -31,6 +31,8 @@ pub fn partition(m: &Module, entry: FuncId, prop: &Propagation) -> Result<Partit
         sigs: signatures(m),
         inserted: vec![],
         names: Names::default(),
+        bodies: Default::default(),
+        context: vec![],
     };
     p.out.comments = f.comments.clone();
     // Parameters: local types; the signature keeps the global sharding, so the
@@ -63,6 +65,10 @@ pub fn partition(m: &Module, entry: FuncId, prop: &Propagation) -> Result<Partit
     }
     let mut module = Module { mesh: m.mesh.clone(), ..Default::default() };
     module.funcs.push(p.out);
+    // The local bodies of control flow, then the spmd funcs the program calls.
+    for g in p.bodies.funcs {
+        module.funcs.push(g);
+    }
     // Keep the spmd funcs the program calls.
     for g in m.funcs.values().filter(|g| g.kind == FuncKind::Spmd) {
         module.funcs.push(g.clone());
@@ -73,7 +79,7 @@ pub fn partition(m: &Module, entry: FuncId, prop: &Propagation) -> Result<Partit
 impl Partitioner<'_> {
     /// Partitions the body of global function `id` with `env` mapping its
     /// parameters to local values; leaves its results in `env` under `f.ret`.
-    fn body(&mut self, id: FuncId, env: &mut HashMap<Value, Local>) -> Result<(), Unsupported> {
+    pub(crate) fn body(&mut self, id: FuncId, env: &mut HashMap<Value, Local>) -> Result<(), Unsupported> {
         let f = &self.m.funcs[id];
         let caller = std::mem::replace(&mut self.func, id);
         for &i in &f.body {
@@ -84,6 +90,10 @@ impl Partitioner<'_> {
                 func: f.name.clone(),
                 value: inst.results.first().map(|&r| f.values[r].name.clone()),
             };
+            if inst.op.is_control() {
+                self.control(f, inst, env)?;
+                continue;
+            }
             if inst.op == pjc_ir::Opcode::Call {
                 let g = inst.callee().and_then(|c| self.m.func_by_name(c)).ok_or_else(|| at(PartitionError(format!("unknown callee {:?}", inst.callees))))?;
                 let gf = &self.m.funcs[g];

@@ -15,10 +15,13 @@
 //! 5. reshard the result to its target (usually free: a local slice).
 //! Calls of `func`s are partitioned inline; a call of a `spmd func` stays a call
 //! with its arguments resharded to the callee's signature (`entry.rs` walks the
-//! entry function). This file holds what every step shares: the partitioner's
-//! state and the record of inserted collectives.
+//! entry function); `while`, `scan` and `switch` name bodies partitioned once
+//! each into `spmd func`s of their own (`control.rs`). This file holds what
+//! every step shares: the partitioner's state and the record of inserted
+//! collectives.
 
 mod combine;
+mod control;
 mod entry;
 mod halo;
 mod local;
@@ -80,6 +83,11 @@ pub(crate) struct Partitioner<'a> {
     pub inserted: Vec<Inserted>,
     /// `out`'s value names, shared by every builder (one index per function).
     pub names: Names,
+    /// The local bodies of control-flow ops (`control.rs`).
+    pub bodies: control::Bodies,
+    /// Where the instructions being lowered run ("in the body @b of while
+    /// %x"), innermost last: the reasons of collectives inserted there say so.
+    pub context: Vec<String>,
 }
 
 /// A global value's local representative and its current sharding.
@@ -125,6 +133,10 @@ impl Partitioner<'_> {
             CollectiveKind::ReduceScatter => ring(1, operand_size),
             CollectiveKind::AllToAll => ring(1, size),
             CollectiveKind::CollectivePermute => size,
+        };
+        let reason = match self.context.last() {
+            Some(c) => format!("{c}: {reason}"),
+            None => reason,
         };
         self.out.insts[inst].comments.eol = Some(format!(" {reason}"));
         self.inserted.push(Inserted { value: self.name(r), op, axes, reason, bytes_per_device: bytes });

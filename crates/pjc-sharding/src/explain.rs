@@ -99,6 +99,13 @@ pub fn explain(m: &Module, p: &Propagation) -> String {
         }
         if f.kind == FuncKind::Global {
             factor_rules(&mut out, f);
+            let control = crate::control::explain_control(m, p, id);
+            if !control.is_empty() {
+                let _ = writeln!(out, "\n  control flow (one sharding per carried value for the whole loop; what differs is resharded once):");
+                for line in control {
+                    let _ = writeln!(out, "  {line}");
+                }
+            }
         }
     }
     out
@@ -110,7 +117,7 @@ fn factor_rules(out: &mut String, f: &pjc_ir::Function) {
     let mut rows: Vec<[String; 3]> = vec![];
     for &i in &f.body {
         let inst = &f.insts[i];
-        if matches!(inst.op.def().sharding, ShardingRule::Call | ShardingRule::Manual | ShardingRule::Transform) {
+        if matches!(inst.op.def().sharding, ShardingRule::Call | ShardingRule::ControlFlow | ShardingRule::Manual | ShardingRule::Transform) {
             continue;
         }
         let name = format!("%{}", f.values[inst.results[0]].name);

@@ -3,14 +3,17 @@
 //! `pjc explain`).
 //!
 //! `rules.rs` instantiates the op table's factor-rule families; `propagate.rs`
-//! runs the fixed point and documents the conflict policy; `explain.rs` renders
-//! the result for people.
+//! runs the fixed point and documents the conflict policy; `control.rs` ties
+//! the carried values of `while`/`scan`/`switch` to one sharding each;
+//! `explain.rs` renders the result for people.
 
+pub mod control;
 pub mod explain;
 pub mod factor;
 pub mod propagate;
 pub mod rules;
 
+pub use control::{check_control, ControlError};
 pub use explain::explain;
 pub use propagate::{propagate, Path, Propagation, Reason, Slot};
 

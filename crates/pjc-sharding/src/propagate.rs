@@ -3,7 +3,8 @@
 //!
 //! The program becomes a set of *links*: one factor rule per instruction
 //! (`rules.rs`), plus identity links for `return` (value ↔ declared result) and
-//! `call` (arguments ↔ callee parameters, callee results ↔ call results). Each
+//! `call` (arguments ↔ callee parameters, callee results ↔ call results), and
+//! for control flow the links and one-sharding groups of `control.rs`. Each
 //! (tensor, dimension) is either *closed* (annotated: never changes), *set* (by
 //! propagation) or *open*. Propagation runs in rounds of increasing op priority
 //! (elementwise, reshape, transpose and calls first; then contractions,
@@ -268,7 +269,8 @@ pub fn propagate(m: &Module, entry: FuncId) -> Propagation {
                         });
                     }
                 }
-                ShardingRule::Manual | ShardingRule::Transform => {}
+                // Control flow: links and groups for the whole module, below.
+                ShardingRule::Manual | ShardingRule::Transform | ShardingRule::ControlFlow => {}
                 rule => {
                     let tensors =
                         inst.operands.iter().chain(inst.results.iter()).map(|&v| Slot::Value(id, v)).collect();
@@ -289,6 +291,13 @@ pub fn propagate(m: &Module, entry: FuncId) -> Propagation {
                 label: "return".to_string(),
             });
         }
+    }
+    // Control flow (`control.rs`): one sharding per carried value, seeded by
+    // its annotations; soft links to what is resharded once, outside the loop.
+    let control = crate::control::control_links(m);
+    crate::control::seed(&control.groups, &mut dims);
+    for l in control.links {
+        links.push(Link { priority: 0, rule: l.rule, tensors: l.tensors, label: l.label });
     }
     let cx = Cx { mesh: &mesh, types: &types, names: &names };
     // The links touching each slot. After the first round of a level, only
@@ -339,6 +348,7 @@ pub fn propagate(m: &Module, entry: FuncId) -> Propagation {
             }
         }
     }
+    crate::control::unify(&control.groups, &mut dims, &mesh);
     Propagation { dims }
 }
 

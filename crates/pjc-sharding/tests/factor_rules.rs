@@ -200,8 +200,9 @@ fn pir_files(dir: &Path, out: &mut Vec<PathBuf>) {
 /// Every op of the table: one with a declared or hand-written rule
 /// instantiates on an instruction of a program in the repository, giving
 /// every dimension longer than 1 of every tensor a factor (an attribute that
-/// does not fit the declaration would leave the rule empty); calls,
-/// collectives and grad/vmap have no factors.
+/// does not fit the declaration would leave the rule empty); calls, control
+/// flow (linked through its bodies instead), collectives and grad/vmap have
+/// no factors.
 #[test]
 fn every_op_has_a_rule_that_instantiates_or_has_none_by_design() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -221,7 +222,7 @@ fn every_op_has_a_rule_that_instantiates_or_has_none_by_design() {
                 assert_eq!(r.dims.len(), tensors.len(), "{}: {}", path.display(), inst.op);
                 assert!(r.kinds.len() == r.sizes.len() && (r.names.is_empty() || r.names.len() == r.kinds.len()));
                 match inst.op.def().sharding {
-                    ShardingRule::Call | ShardingRule::Manual | ShardingRule::Transform => {
+                    ShardingRule::Call | ShardingRule::ControlFlow | ShardingRule::Manual | ShardingRule::Transform => {
                         assert!(r.kinds.is_empty(), "{}: {} has factors", path.display(), inst.op)
                     }
                     _ => {
@@ -254,7 +255,7 @@ fn every_op_has_a_rule_that_instantiates_or_has_none_by_design() {
     let missing: Vec<&str> = Opcode::ALL
         .iter()
         .filter(|o| !seen.contains_key(o))
-        .filter(|o| !matches!(o.def().sharding, ShardingRule::Manual | ShardingRule::Call | ShardingRule::Transform))
+        .filter(|o| !matches!(o.def().sharding, ShardingRule::Manual | ShardingRule::Call | ShardingRule::ControlFlow | ShardingRule::Transform))
         .map(|o| o.name())
         .collect();
     assert!(missing.is_empty(), "no global instruction of these ops in tests/ or examples/: {missing:?}");

@@ -6,7 +6,7 @@
 //! | expand | `grad`/`vmap` into ordinary PIR (`pjc-transforms`) | before sharding, so propagation and partitioning see only ordinary ops (spec section 9) |
 //! | propagate | a sharding for every value (`pjc-sharding`), kept as a side table | after expansion, so gradients get shardings like any value; before partitioning, which needs every value's target |
 //! | partition | the per-device `spmd func` with its collectives (`pjc-partition`) | needs every value's target sharding |
-//! | per-device | inline `spmd func` calls, combine all-reduces: one function | after partitioning (only then do spmd calls exist); before planning, which plans one function |
+//! | per-device | inline `spmd func` calls, combine all-reduces: the entry, then each body of its control flow, one function each | after partitioning (only then do spmd calls exist); before planning, which plans the entry with its bodies |
 //! | plan | fusion into loop kernels, library calls, collectives; buffer plan (`pjc-fusion`) | needs the whole per-device program |
 //! | codegen | x86-64 object code and PTX of the plan's kernels (`pjc-codegen`) | lowers exactly the plan's kernels |
 //! | package | the artefact appended to the runner (`exe.rs`) | needs everything above |
@@ -69,7 +69,8 @@ pub struct Compilation {
     pub reached: Stage,
     pub propagation: Option<pjc_sharding::Propagation>,
     pub partitioned: Option<pjc_partition::Partitioned>,
-    /// The entry's per-device program, alone in a module with the mesh.
+    /// The entry's per-device program in a module with the mesh: the entry
+    /// first, then the bodies its control flow names.
     pub per_device: Option<Module>,
     pub plan: Option<pjc_plan::Plan>,
 }
@@ -104,7 +105,7 @@ impl Compilation {
         while self.reached < stage {
             match self.reached {
                 Stage::Load => self.expand()?,
-                Stage::Expand => self.propagate(),
+                Stage::Expand => self.propagate()?,
                 Stage::Propagate => self.partition()?,
                 Stage::Partition => self.per_device()?,
                 Stage::PerDevice => self.plan()?,
@@ -145,11 +146,17 @@ impl Compilation {
         Ok(())
     }
 
-    /// Stage `propagate`: never fails (conflicts are resolved by policy and
-    /// explained).
-    fn propagate(&mut self) {
+    /// Stage `propagate`: conflicts are resolved by policy and explained; the
+    /// one error is a carried value of control flow annotated two ways (a
+    /// program error at the loop, exit 1).
+    fn propagate(&mut self) -> Result<(), Failure> {
+        pjc_sharding::check_control(&self.module).map_err(|es| {
+            let diags: Vec<pjc_front::Diag> = es.into_iter().map(|e| pjc_front::Diag::new(e.span, e.msg)).collect();
+            Failure::Program(pjc_front::render(&self.path, &self.src, &diags))
+        })?;
         self.propagation = Some(pjc_sharding::propagate(&self.module, self.entry));
         self.reached = Stage::Propagate;
+        Ok(())
     }
 
     /// Stage `partition`.
@@ -174,13 +181,26 @@ impl Compilation {
         let part = self.partitioned.as_ref().expect("partitioned first");
         let entry = &self.module.funcs[self.entry].name;
         let id = part.module.func_by_name(entry).ok_or_else(|| Failure::Env(format!("internal error: the per-device program has no @{entry}")))?;
-        let mut f = pjc_transforms::inline_calls(&part.module, id).map_err(|e| Failure::Env(format!("internal error: inlining: {}", e.msg)))?;
-        // One message for the all-reduces that can share one (bitwise the same values).
-        pjc_partition::combine_all_reduces(&mut f, &part.module.mesh_or_single());
+        // The entry first, then the bodies of its control flow (and of theirs),
+        // each a function of its own with its calls inlined.
         let mut single = part.module.clone();
         single.funcs = Default::default();
-        single.funcs.push(f);
         single.end_comments.clear();
+        let mut todo = vec![id];
+        let mut seen = std::collections::HashSet::from([id]);
+        while let Some(g) = todo.pop() {
+            let mut f = pjc_transforms::inline_calls(&part.module, g).map_err(|e| Failure::Env(format!("internal error: inlining: {}", e.msg)))?;
+            // One message for the all-reduces that can share one (bitwise the same values).
+            pjc_partition::combine_all_reduces(&mut f, &part.module.mesh_or_single());
+            for &i in &f.body {
+                for b in f.insts[i].callees.iter().filter(|_| f.insts[i].op.is_control()).filter_map(|c| part.module.func_by_name(c)) {
+                    if seen.insert(b) {
+                        todo.push(b);
+                    }
+                }
+            }
+            single.funcs.push(f);
+        }
         Compilation::checked(Stage::PerDevice, &single)?;
         self.per_device = Some(single);
         self.reached = Stage::PerDevice;
