@@ -28,6 +28,7 @@ hand-written bf16 rounding. Then run the Rust check: `cargo test -p pjc --test n
 import math
 import random
 import shutil
+import sys
 import zlib
 from pathlib import Path
 
@@ -39,6 +40,10 @@ except ImportError:  # pragma: no cover
     ml_dtypes = None
 
 np.seterr(all="ignore")
+
+# gen_v2.py (the version 2 cases) imports this module as `gen`, also when it runs as
+# the script, so that both share one case list.
+sys.modules.setdefault("gen", sys.modules[__name__])
 
 HERE = Path(__file__).resolve().parent
 CASES_DIR = HERE / "cases"
@@ -263,13 +268,14 @@ CASES = []
 
 
 class Case:
-    def __init__(self, name, prog, inputs, outputs, rtol=None, anyzero=False):
+    def __init__(self, name, prog, inputs, outputs, rtol=None, anyzero=False, eval_only=False):
         self.name = name
         self.prog = prog.strip() + "\n"
         self.inputs = inputs  # list of (name, dt, array)
         self.outputs = outputs  # list of (name, dt, array)
         self.rtol = rtol  # None, a float for every float result, or {result: float}
         self.anyzero = anyzero
+        self.eval_only = eval_only  # `pjc compile` does not plan these ops yet
 
 
 def as_store(dt, a, what):
@@ -291,9 +297,9 @@ def as_store(dt, a, what):
     return a.astype(STORE[dt])
 
 
-def case(name, prog, inputs, outputs, rtol=None, anyzero=False):
+def case(name, prog, inputs, outputs, rtol=None, anyzero=False, eval_only=False):
     assert all(c.name != name for c in CASES), f"duplicate case {name}"
-    CASES.append(Case(name, prog, inputs, outputs, rtol, anyzero))
+    CASES.append(Case(name, prog, inputs, outputs, rtol, anyzero, eval_only))
 
 
 def check_signature(c):
@@ -343,6 +349,8 @@ def write_all():
             lines.append("anyzero")
         if lines:
             (d / "tol.txt").write_text("\n".join(lines) + "\n")
+        if c.eval_only:
+            (d / "eval_only").write_text("pjc compile does not plan this case's ops yet; the executable test skips it\n")
         total += sum(f.stat().st_size for f in d.iterdir())
     return total
 
@@ -1265,9 +1273,10 @@ class Prog:
         self.results.append((n, T(dt, a.shape)))
         self.outs.append((n, dt, a))
 
-    def done(self, rtol=None, anyzero=False, mesh=None, spmd=False, extra=""):
+    def done(self, rtol=None, anyzero=False, mesh=None, spmd=False, extra="", eval_only=False):
         case(self.name, func(self.params, self.results, self.body, [r[0] for r in self.results], mesh=mesh,
-                             spmd=spmd, extra=extra), self.ins, self.outs, rtol=rtol, anyzero=anyzero)
+                             spmd=spmd, extra=extra), self.ins, self.outs, rtol=rtol, anyzero=anyzero,
+             eval_only=eval_only)
 
 
 def build_shape_ops():
@@ -2572,6 +2581,9 @@ def build_all():
     build_windows()
     build_gather_scatter()
     build_programs()
+    import gen_v2  # after this module is complete: it imports names from it
+
+    gen_v2.build_v2()
 
 
 if __name__ == "__main__":

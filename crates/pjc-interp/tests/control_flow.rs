@@ -83,23 +83,16 @@ spmd func @main(%i: i32[]) -> (w: i32[], s: i32[]) {
 }
 ";
     let m = pjc_front::parse(src).unwrap_or_else(|e| panic!("{e:?}"));
-    let main = m.func_by_name("main").unwrap();
-    match eval(&m, main, vec![scalar_i32(0)]) {
-        Err(e @ EvalError::Divergent { .. }) => {
-            let msg = e.to_string();
-            assert!(msg.contains("predicate of 'while' in @main"), "{msg}");
-            assert!(msg.contains("device 0: false, device 1: true"), "{msg}");
-        }
+    let divergence = |start: i32| match eval(&m, m.func_by_name("main").unwrap(), vec![scalar_i32(start)]) {
+        Err(e @ EvalError::Divergent { .. }) => e.to_string(),
         other => panic!("expected a divergence error, got {other:?}"),
-    }
+    };
+    let msg = divergence(0);
+    assert!(msg.contains("predicate of 'while' in @main"), "{msg}");
+    assert!(msg.contains("device 0: false, device 1: true"), "{msg}");
     // With a start past both devices' bounds, the loop agrees (zero trips) and
     // the switch index is the one to differ.
-    match eval(&m, main, vec![scalar_i32(5)]) {
-        Err(e @ EvalError::Divergent { .. }) => {
-            let msg = e.to_string();
-            assert!(msg.contains("index of 'switch' in @main"), "{msg}");
-            assert!(msg.contains("device 0: 0, device 1: 1"), "{msg}");
-        }
-        other => panic!("expected a divergence error, got {other:?}"),
-    }
+    let msg = divergence(5);
+    assert!(msg.contains("index of 'switch' in @main"), "{msg}");
+    assert!(msg.contains("device 0: 0, device 1: 1"), "{msg}");
 }

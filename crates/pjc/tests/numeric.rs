@@ -16,7 +16,9 @@
 //!   override it for the whole case (a bare number) or per result (`NAME=RTOL`).
 //!
 //! `numeric_cases_as_executables` runs the same cases through `pjc compile -o`
-//! and the executable (under `mpirun -np N` for programs on an N-device mesh).
+//! and the executable (under `mpirun -np N` for programs on an N-device mesh),
+//! except those whose directory holds an `eval_only` file (ops `pjc compile`
+//! does not plan yet; gen.py writes it).
 //!
 //! All cases run (in parallel); the test fails at the end listing every failing
 //! case with its first mismatch. `PJC_NUMERIC_FILTER=sub1,sub2` runs only the cases
@@ -323,12 +325,17 @@ fn numeric_cases_as_executables() {
 
 fn run_all(mode: Mode) {
     let pjc = PathBuf::from(env!("CARGO_BIN_EXE_pjc"));
-    let dirs = case_dirs();
+    let mut dirs = case_dirs();
     assert!(
         !dirs.is_empty(),
         "no numeric cases found in {} (regenerate them with tests/numeric/gen.py; check PJC_NUMERIC_FILTER)",
         cases_root().display()
     );
+    if mode == Mode::Executable {
+        let all = dirs.len();
+        dirs.retain(|d| !d.join("eval_only").exists());
+        eprintln!("numeric: {} of {all} cases are eval_only, not compiled", all - dirs.len());
+    }
 
     let kind = if mode == Mode::Eval { "eval" } else { "exe" };
     let scratch = std::env::temp_dir().join(format!("pjc-numeric-{kind}-{}", std::process::id()));

@@ -1,0 +1,6 @@
+func @main(%x: bf16[3,12]) -> (a: bf16[3,12], ai: i32[3,12], d: bf16[3,12], di: i32[3,12]) {
+  %pos = iota {dim=1} : i32[3,12]
+  %a, %ai = sort %x, %pos {dim=1} : (bf16[3,12], i32[3,12])
+  %d, %di = sort %x, %pos {dim=1, descending=true} : (bf16[3,12], i32[3,12])
+  return %a, %ai, %d, %di
+}
