@@ -200,7 +200,12 @@ impl<'m> Interp<'m> {
                 })
                 .collect::<Result<_, _>>()
                 .map_err(err)?;
-            per_step.push(self.call_at(g, args, place)?);
+            per_step.push(match place {
+                Place::Global => self.call_global(g, args)?,
+                // Inside a spmd func, per device: the mapped function (a spmd
+                // func too) may not use collectives here.
+                Place::Device => self.run_local(&self.m.funcs[g], args, place)?,
+            });
         }
         out_dims
             .iter()
