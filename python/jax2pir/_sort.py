@@ -35,7 +35,7 @@ def _top_k(b, eqn, ins):
     rank = len(x.shape)
     axis = int(eqn.params.get("axis", rank - 1)) % rank
     k = int(eqn.params["k"])
-    (vd, vs), (idt, _) = out_type(eqn, 0), out_type(eqn, 1)
+    vd, idt = out_type(eqn, 0)[0], out_type(eqn, 1)[0]
     perm = [d for d in range(rank) if d != axis] + [axis]
     xt = b.transpose(x, perm)
     shape = xt.shape[:-1] + (k,)

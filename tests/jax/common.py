@@ -14,6 +14,10 @@ import jax2pir
 ROOT = Path(__file__).resolve().parents[2]
 PJC = Path(os.environ.get("PJC", ROOT / "target" / "release" / "pjc"))
 
+class Skip(Exception):
+    """A test that cannot run yet, and says what is missing (reported as SKIP)."""
+
+
 _SIG = re.compile(r"^func @main\((.*)\) -> \((.*)\) \{$", re.M)
 
 

@@ -10,6 +10,7 @@
 mod common;
 
 use pjc_ir::DType;
+use pjc_tensor::compare::{close, Tolerance};
 use pjc_tensor::{Buf, Tensor};
 
 /// Small integers as floats (many ties), with NaN and -0.0 where `specials`.
@@ -38,14 +39,27 @@ fn ints(d: DType, shape: &[usize], vals: &[i128]) -> Tensor {
 }
 
 fn check(name: &str, src: &str, args: &[Tensor], failures: &mut Vec<String>) {
+    check_with(name, src, args, false, failures)
+}
+
+/// [`check`], bit for bit when `bitwise` (results the spec makes exact:
+/// moved elements, max/min, integers), else within the spec's tolerance.
+fn check_with(name: &str, src: &str, args: &[Tensor], bitwise: bool, failures: &mut Vec<String>) {
     let (m, plan) = common::program(src);
     let want = common::interpret(&m, args);
     let dev = plan.with_device_kernels();
-    for (what, p) in [("plan", &plan), ("device kernels", &dev)] {
-        match pjc_codegen::execute_plan_jit(p, args) {
+    let reference = || pjc_plan::exec::execute(&dev, args, &mut pjc_plan::exec::SingleDevice).map_err(|e| e.to_string());
+    let runs = [
+        ("plan", &plan, pjc_codegen::execute_plan_jit(&plan, args).map_err(|e| e.to_string())),
+        ("device kernels", &dev, pjc_codegen::execute_plan_jit(&dev, args).map_err(|e| e.to_string())),
+        ("device kernels in the reference executor", &dev, reference()),
+    ];
+    for (what, p, run) in runs {
+        match run {
             Ok(got) => {
                 for (k, (w, g)) in want.iter().zip(&got).enumerate() {
-                    if let Err(e) = common::compare(w, g, p) {
+                    let r = if bitwise { close(w, g, Tolerance::BITWISE).map_err(|e| e.to_string()) } else { common::compare(w, g, p) };
+                    if let Err(e) = r {
                         failures.push(format!("{name} ({what}): result {k}: {e}"));
                     }
                 }
@@ -176,6 +190,73 @@ fn device_forms_match_the_interpreter() {
             floats(DType::BF16, &[4, 4], 17, false),
             floats(DType::BF16, &[2, 2], 18, false),
         ],
+        &mut failures,
+    );
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Rows full of ties, NaN and -0.0, sorted by several keys in both
+/// directions; pred, bf16, unsigned and 64-bit keys; sorts along a leading
+/// dimension; top_k with ties; and every scatter kind with duplicate and
+/// out-of-range indices, on floats, integers, bf16 and pred. The device
+/// kernels (ranks, inverse permutation, gathers; per-element reductions over
+/// the updates) must give the host library's results bit for bit where the
+/// spec is exact (sort, top_k, set, max, min, integers), within its
+/// tolerance elsewhere.
+#[test]
+fn sort_top_k_and_scatter_device_kernels_match_the_interpreter() {
+    let mut failures = vec![];
+    check_with(
+        "sort",
+        common::ranked::SORT,
+        &[
+            floats(DType::F32, &[5, 7], 31, true),
+            ints(DType::I32, &[5, 7], &[3, -1, 3, 0, 7]),
+            Tensor::new(vec![5, 7], Buf::Pred((0..35).map(|i| i % 3 == 1).collect())),
+            floats(DType::BF16, &[3, 6], 32, true),
+            ints(DType::U16, &[6, 4], &[65535, 0, 7, 0, 7]),
+            ints(DType::I64, &[6, 4], &[i64::MIN as i128, 5, -5, i64::MAX as i128]),
+        ],
+        true,
+        &mut failures,
+    );
+    check_with(
+        "top_k",
+        common::ranked::TOP_K,
+        &[
+            floats(DType::F32, &[4, 9], 33, true),
+            ints(DType::I8, &[2, 3, 5], &[-128, 127, 4, 4, 0]),
+            floats(DType::F16, &[6], 34, true),
+        ],
+        true,
+        &mut failures,
+    );
+    // set, max and min pick an element; integers and pred are exact.
+    let scatter_args = [
+        floats(DType::F32, &[5, 3], 35, true),
+        ints(DType::I32, &[4], &[1, 4, 1, 9, -1]),
+        floats(DType::F32, &[4, 3], 36, true),
+        ints(DType::I32, &[2, 6], &[i32::MAX as i128, 1, -7]),
+        ints(DType::U8, &[2, 2], &[5, 0, 200, 5]),
+        ints(DType::I32, &[2, 2, 2], &[1, i32::MAX as i128, -3]),
+        floats(DType::BF16, &[4], 37, true),
+        ints(DType::I64, &[3], &[3, -4, 3]),
+        floats(DType::BF16, &[3], 38, true),
+        Tensor::new(vec![5], Buf::Pred(vec![true, false, true, false, false])),
+        Tensor::new(vec![4], Buf::Pred(vec![false, true, true, false])),
+    ];
+    check_with(
+        "scatter_exact_kinds",
+        common::ranked::SCATTER_EXACT,
+        &scatter_args,
+        true,
+        &mut failures,
+    );
+    // Float products reassociate (the spec's tolerance).
+    check(
+        "scatter_mul",
+        common::ranked::SCATTER_MUL,
+        &scatter_args,
         &mut failures,
     );
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));

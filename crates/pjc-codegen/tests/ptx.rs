@@ -131,6 +131,19 @@ fn generated_programs_assemble_for_sm_90() {
     run_all(&generated_plans(), "sm_90");
 }
 
+/// sort's and top_k's rank, perm and gather kernels and every scatter kind's
+/// reductions, as the CUDA backend runs them.
+#[test]
+fn sort_top_k_and_scatter_device_kernels_assemble() {
+    let plans: Vec<(String, Plan)> = common::ranked::programs().into_iter().map(|(n, src)| (n.to_string(), common::program(src).1)).collect();
+    for (name, plan) in &plans {
+        let cuda = pjc_host::device::cuda_plan(plan).unwrap();
+        assert!(cuda.steps.iter().all(|s| matches!(s, pjc_plan::Step::Kernel(_))), "{name}: host steps on CUDA:\n{cuda}");
+    }
+    run_all(&plans, "sm_80");
+    run_all(&plans, "sm_90");
+}
+
 /// No FMA contraction and no flush-to-zero in generated arithmetic: a*b+c is
 /// a rounded multiply and a rounded add.
 #[test]

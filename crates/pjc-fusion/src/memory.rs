@@ -18,11 +18,21 @@ pub(crate) fn aligned_size(bytes: u64) -> Option<u64> {
     bytes.max(1).div_ceil(ALIGN).checked_mul(ALIGN)
 }
 
-/// Buffers read and written by a step.
+/// Buffers read and written by a step. A library step's include those of
+/// its device kernels (their temporaries live during the step only), so the
+/// plan's one buffer plan holds whichever form a backend runs.
 fn step_io(s: &Step) -> (Vec<usize>, Vec<usize>) {
+    let kernel_io = |k: &Kernel| (k.inputs.iter().map(|b| b.buffer).collect::<Vec<_>>(), k.outputs.iter().map(|b| b.buffer).collect::<Vec<_>>());
     match s {
-        Step::Kernel(k) => (k.inputs.iter().map(|b| b.buffer).collect(), k.outputs.iter().map(|b| b.buffer).collect()),
-        Step::Library { inputs, output, .. } => (inputs.clone(), vec![*output]),
+        Step::Kernel(k) => kernel_io(k),
+        Step::Library { inputs, outputs, device, .. } => {
+            let (mut ins, mut outs) = (inputs.clone(), outputs.clone());
+            for (i, o) in device.iter().map(kernel_io) {
+                ins.extend(i);
+                outs.extend(o);
+            }
+            (ins, outs)
+        }
         Step::Collective { input, output, .. } => (vec![*input], vec![*output]),
     }
 }

@@ -17,6 +17,8 @@ use pjc_ir::{Attrs, BinaryOp, DType, Function, InstData, Opcode, TensorType, Val
 use std::collections::{HashMap, HashSet};
 
 mod forms;
+mod scatter;
+mod sort;
 
 /// Planning failures inside one instruction (programs the code generator
 /// does not handle yet); [`plan`] locates them as [`Unplannable`].
@@ -106,6 +108,12 @@ pub fn plan(f: &Function) -> Result<Plan, Unplannable> {
             || d >= MAX_FUSION_DEPTH;
         materialize.insert(v, need);
         depth.insert(v, if need { 0 } else { d });
+        // Ops with several results (sort, top_k) are library steps: each
+        // result gets a buffer.
+        for &r in &inst.results[1..] {
+            materialize.insert(r, true);
+            depth.insert(r, 0);
+        }
     }
     let mut total: u64 = 0;
     for (v, d) in f.values.iter() {
@@ -167,9 +175,9 @@ pub fn plan(f: &Function) -> Result<Plan, Unplannable> {
                 // read with strides is first copied into (batch, rows, columns)
                 // order by a kernel, and the product's dimensions follow.
                 let (lib, inputs) = p.library_operands(inst).map_err(located)?;
-                let output = p.new_buffer(v, BufferKind::Temp);
-                let device = p.device_kernel(inst, output).map_err(located)?;
-                p.steps.push(Step::Library { inst: lib, inputs, output, device });
+                let outputs: Vec<usize> = inst.results.iter().map(|&r| p.new_buffer(r, BufferKind::Temp)).collect();
+                let device = p.device_kernels(inst, &outputs).map_err(located)?;
+                p.steps.push(Step::Library { inst: lib, inputs, outputs, device });
             }
             Fusion::MultiKernel => p.multi_kernel(inst).map_err(located)?,
             Fusion::Loop | Fusion::ReductionRoot => p
@@ -261,19 +269,37 @@ impl<'a> Planner<'a> {
         value: Value,
         build: impl FnOnce(&mut Body, &[NodeId]) -> Result<Built, PlanError>,
     ) -> Result<Kernel, PlanError> {
+        self.build_outputs(name, shape, vec![output], &[value], |b, c| {
+            let (n, reduce) = build(b, c)?;
+            Ok((vec![n], reduce))
+        })
+    }
+
+    /// A kernel over `shape` writing several outputs of that shape (the
+    /// results of one op, `values`): `build` returns one stored node per output.
+    fn build_outputs(
+        &self,
+        name: String,
+        shape: &[u64],
+        outputs: Vec<BufferArg>,
+        values: &[Value],
+        build: impl FnOnce(&mut Body, &[NodeId]) -> Result<(Vec<NodeId>, Option<Reduction>), PlanError>,
+    ) -> Result<Kernel, PlanError> {
         let mut b = self.body();
         let coords: Vec<NodeId> = (0..shape.len()).map(|k| b.push(Node::Coord(k), DType::I64)).collect();
-        let (result, reduce) = build(&mut b, &coords)?;
-        b.fuses.push(format!("%{}", self.f.values[value].name));
+        let (results, reduce) = build(&mut b, &coords)?;
+        for &v in values {
+            b.fuses.push(format!("%{}", self.f.values[v].name));
+        }
         Ok(Kernel {
             name,
             shape: shape.to_vec(),
             reduce,
             inputs: b.inputs,
-            outputs: vec![output],
+            outputs,
             nodes: b.nodes,
             types: b.types,
-            results: vec![result],
+            results,
             fuses: b.fuses,
         })
     }

@@ -11,9 +11,10 @@
 //!   `{S,D}gemmStridedBatched` or `GemmStridedBatchedEx` with f32 compute
 //!   (or nothing / a zero fill for empty products).
 //! - Every other library step (products of other dtypes or layouts,
-//!   convolutions, `scatter_add`) runs its device kernel: the same
-//!   computation written as one generated loop kernel by the planner, so the
-//!   CPU tests that run those kernels on the x86 JIT cover its logic.
+//!   convolutions, scatters, sort, top_k) runs its device kernels: the same
+//!   computation written as generated loop kernels by the planner (one, or a
+//!   short sequence through temporaries: sort's ranks), so the CPU tests that
+//!   run those kernels on the x86 JIT cover its logic.
 //!
 //! Nothing runs on the host: a library step without a device kernel is a
 //! planner bug, reported by [`cuda_plan`].
@@ -158,9 +159,9 @@ pub fn cublas_step(inst: &InstData, a: &TensorType, b: &TensorType, out: &Tensor
 /// The cuBLAS call of a plan step, if it is a library step cuBLAS takes.
 pub fn cublas_of(plan: &Plan, step: &Step) -> Option<Cublas> {
     match step {
-        Step::Library { inst, inputs, output, .. } if inputs.len() == 2 => {
+        Step::Library { inst, inputs, outputs, .. } if inputs.len() == 2 && outputs.len() == 1 => {
             let ty = |b: usize| &plan.buffers[b].ty;
-            cublas_step(inst, ty(inputs[0]), ty(inputs[1]), ty(*output))
+            cublas_step(inst, ty(inputs[0]), ty(inputs[1]), ty(outputs[0]))
         }
         _ => None,
     }
@@ -183,9 +184,9 @@ pub fn cuda_plan(plan: &Plan) -> Result<Plan, NoDeviceForm> {
         .steps
         .iter()
         .zip(&routes)
-        .map(|(s, r)| match (s, r) {
-            (Step::Library { device: Some(k), .. }, Route::DeviceKernel { .. }) => Step::Kernel(k.clone()),
-            (s, _) => s.clone(),
+        .flat_map(|(s, r)| match (s, r) {
+            (Step::Library { device, .. }, Route::DeviceKernel { .. }) => device.iter().cloned().map(Step::Kernel).collect(),
+            (s, _) => vec![s.clone()],
         })
         .collect();
     Ok(Plan { steps, ..plan.clone() })
@@ -229,10 +230,10 @@ pub fn cuda_routes(plan: &Plan) -> Result<Vec<Route>, NoDeviceForm> {
         .map(|s| match s {
             Step::Kernel(_) => Ok(Route::Kernel),
             Step::Collective { .. } => Ok(Route::Collective),
-            Step::Library { inst, device, .. } => match (cublas_of(plan, s), device) {
-                (Some(c), _) => Ok(Route::Cublas(c)),
-                (None, Some(_)) => Ok(Route::DeviceKernel { op: inst.op.to_string() }),
-                (None, None) => Err(NoDeviceForm { plan: plan.name.clone(), op: inst.op.to_string() }),
+            Step::Library { inst, device, .. } => match cublas_of(plan, s) {
+                Some(c) => Ok(Route::Cublas(c)),
+                None if !device.is_empty() => Ok(Route::DeviceKernel { op: inst.op.to_string() }),
+                None => Err(NoDeviceForm { plan: plan.name.clone(), op: inst.op.to_string() }),
             },
         })
         .collect()

@@ -236,26 +236,30 @@ impl StepHooks for SingleDevice {
     }
 }
 
-/// Runs a library step on host tensors: every `dot_general` and float
-/// `convolution` as GEMM, `scatter_add` of f32, f64, i32 and i64 in place
-/// ([`scatter`]), the rest with the reference kernels.
-pub fn library_step(inst: &InstData, ins: &[Tensor], out_ty: &TensorType, threads: usize) -> Result<Tensor, HostError> {
-    if let Some(t) = gemm::try_dot(inst, ins, out_ty, threads) {
-        return Ok(t);
+/// Runs a library step on host tensors, one tensor per result (of the types
+/// `out_tys`): every `dot_general` and float `convolution` as GEMM,
+/// `scatter_add` of f32, f64, i32 and i64 in place ([`scatter`]), the rest
+/// (sort, top_k, the other scatter kinds, ...) with the reference kernels.
+pub fn library_step(inst: &InstData, ins: &[Tensor], out_tys: &[&TensorType], threads: usize) -> Result<Vec<Tensor>, HostError> {
+    if let [out_ty] = out_tys {
+        if let Some(t) = gemm::try_dot(inst, ins, out_ty, threads) {
+            return Ok(vec![t]);
+        }
+        if let Some(t) = conv::try_conv(inst, ins, out_ty, threads, blas::get()) {
+            return Ok(vec![t]);
+        }
+        if let Some(t) = scatter::try_scatter_add(inst, ins, out_ty) {
+            return Ok(vec![t]);
+        }
     }
-    if let Some(t) = conv::try_conv(inst, ins, out_ty, threads, blas::get()) {
-        return Ok(t);
-    }
-    if let Some(t) = scatter::try_scatter_add(inst, ins, out_ty) {
-        return Ok(t);
-    }
-    pjc_plan::exec::library(inst, ins, out_ty).map_err(|e| HostError::Runtime(e.to_string()))
+    pjc_plan::exec::library(inst, ins, out_tys).map_err(|e| HostError::Runtime(e.to_string()))
 }
 
 /// A library step computed from its buffers' bytes into its output buffer's
 /// (products GEMM reads in place: `gemm::dot_in_place`); `false` when the
 /// step needs the copying path.
-fn library_in_place(plan: &Plan, inst: &InstData, inputs: &[usize], output: usize, bufs: &mut Buffers, threads: usize) -> bool {
+fn library_in_place(plan: &Plan, inst: &InstData, inputs: &[usize], outputs: &[usize], bufs: &mut Buffers, threads: usize) -> bool {
+    let &[output] = outputs else { return false };
     if inst.op != Opcode::DotGeneral || inputs.len() != 2 || inputs.contains(&output) {
         return false;
     }
@@ -313,11 +317,14 @@ pub fn run_steps(
                 let work = k.reduce.as_ref().map_or(1, |r| r.shape.iter().product::<u64>());
                 run_kernel_threads(f, &ptrs, k.num_elements(), work, threads);
             }
-            Step::Library { inst, inputs, output, .. } if library_in_place(plan, inst, inputs, *output, bufs, threads) => {}
-            Step::Library { inst, inputs, output, .. } => {
+            Step::Library { inst, inputs, outputs, .. } if library_in_place(plan, inst, inputs, outputs, bufs, threads) => {}
+            Step::Library { inst, inputs, outputs, .. } => {
                 let ins: Vec<Tensor> = inputs.iter().map(|&b| bufs.tensor(plan, b)).collect();
-                let out = library_step(inst, &ins, &plan.buffers[*output].ty, threads)?;
-                bufs.data[*output].write_tensor(&out);
+                let types: Vec<&TensorType> = outputs.iter().map(|&b| &plan.buffers[b].ty).collect();
+                let outs = library_step(inst, &ins, &types, threads)?;
+                for (&b, out) in outputs.iter().zip(&outs) {
+                    bufs.data[b].write_tensor(out);
+                }
             }
             Step::Collective { inst, input, output } => {
                 let (in_ty, out_ty) = (&plan.buffers[*input].ty, &plan.buffers[*output].ty);

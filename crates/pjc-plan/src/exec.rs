@@ -57,13 +57,21 @@ pub fn execute(plan: &Plan, args: &[Tensor], coll: &mut dyn Collectives) -> R<Ve
     for step in &plan.steps {
         match step {
             Step::Kernel(k) => {
-                let ins: Vec<Tensor> = k.inputs.iter().map(|b| get(&bufs, b.buffer)).collect::<R<_>>()?;
-                let out = run_kernel(k, &ins, &plan.buffers[k.outputs[0].buffer].ty)?;
-                bufs[k.outputs[0].buffer] = Some(out);
+                // A kernel may view a buffer as another dtype of its width.
+                let ins: Vec<Tensor> = k.inputs.iter().map(|b| viewed(get(&bufs, b.buffer)?, b.dtype)).collect::<R<_>>()?;
+                let types: Vec<pjc_ir::TensorType> =
+                    k.outputs.iter().map(|b| pjc_ir::TensorType::new(b.dtype, plan.buffers[b.buffer].ty.shape.clone())).collect();
+                let refs: Vec<&pjc_ir::TensorType> = types.iter().collect();
+                for (b, out) in k.outputs.iter().zip(run_kernel(k, &ins, &refs)?) {
+                    bufs[b.buffer] = Some(viewed(out, plan.buffers[b.buffer].ty.dtype)?);
+                }
             }
-            Step::Library { inst, inputs, output, .. } => {
+            Step::Library { inst, inputs, outputs, .. } => {
                 let ins: Vec<Tensor> = inputs.iter().map(|&b| get(&bufs, b)).collect::<R<_>>()?;
-                bufs[*output] = Some(library(inst, &ins, &plan.buffers[*output].ty)?);
+                let types: Vec<&pjc_ir::TensorType> = outputs.iter().map(|&b| &plan.buffers[b].ty).collect();
+                for (&b, out) in outputs.iter().zip(library(inst, &ins, &types)?) {
+                    bufs[b] = Some(out);
+                }
             }
             Step::Collective { inst, input, output } => {
                 let x = get(&bufs, *input)?;
@@ -74,11 +82,21 @@ pub fn execute(plan: &Plan, args: &[Tensor], coll: &mut dyn Collectives) -> R<Ve
     plan.results.iter().map(|&b| get(&bufs, b)).collect()
 }
 
+/// `t` with the same bits as dtype `d` (a kernel's view of a buffer).
+fn viewed(t: Tensor, d: DType) -> R<Tensor> {
+    if t.dtype() == d {
+        Ok(t)
+    } else {
+        pjc_tensor::bitcast_convert(&t, d)
+    }
+}
+
 /// A library step with the reference kernels (the runtime substitutes fast
-/// ones): the interpreter's own evaluation of the instruction.
-pub fn library(inst: &InstData, ins: &[Tensor], out: &pjc_ir::TensorType) -> R<Tensor> {
+/// ones): the interpreter's own evaluation of the instruction, one tensor
+/// per result (of the types `outs`).
+pub fn library(inst: &InstData, ins: &[Tensor], outs: &[&pjc_ir::TensorType]) -> R<Vec<Tensor>> {
     let refs: Vec<&Tensor> = ins.iter().collect();
-    pjc_interp::eval_inst(inst, &refs, out)
+    pjc_interp::eval_inst_results(inst, &refs, outs)
 }
 
 fn i64s(v: Vec<i128>) -> Tensor {
@@ -93,8 +111,9 @@ fn ints(t: &Tensor) -> Vec<i128> {
     }
 }
 
-/// Evaluates a kernel over all its points.
-pub fn run_kernel(k: &Kernel, ins: &[Tensor], out_ty: &pjc_ir::TensorType) -> R<Tensor> {
+/// Evaluates a kernel over all its points: one tensor per output (of the
+/// types `out_tys`).
+pub fn run_kernel(k: &Kernel, ins: &[Tensor], out_tys: &[&pjc_ir::TensorType]) -> R<Vec<Tensor>> {
     let mut full: Vec<u64> = k.shape.clone();
     if let Some(r) = &k.reduce {
         full.extend(&r.shape);
@@ -173,7 +192,12 @@ pub fn run_kernel(k: &Kernel, ins: &[Tensor], out_ty: &pjc_ir::TensorType) -> R<
         debug_assert_eq!(v.dtype(), ty, "node {i} {node:?}");
         vals.push(v);
     }
-    let result = &vals[k.results[0]];
+    k.results.iter().zip(out_tys).map(|(&res, out_ty)| kernel_result(k, &vals[res], out_ty)).collect()
+}
+
+/// One result of a kernel from its node's values at every point: the values
+/// themselves, or combined over the reduction loop.
+fn kernel_result(k: &Kernel, result: &Tensor, out_ty: &pjc_ir::TensorType) -> R<Tensor> {
     let out_shape = shape(out_ty);
     let value = match &k.reduce {
         None => result.clone(),

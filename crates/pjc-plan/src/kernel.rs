@@ -111,6 +111,9 @@ pub struct Reduction {
 pub struct BufferArg {
     /// Which plan buffer.
     pub buffer: usize,
+    /// The element type the kernel reads or writes it as: the buffer's own,
+    /// or another of the same width (sort's gathers move floats as unsigned
+    /// integers, so every bit is kept).
     pub dtype: DType,
 }
 

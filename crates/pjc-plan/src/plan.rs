@@ -43,12 +43,15 @@ impl Buffer {
 pub enum Step {
     /// A generated loop kernel.
     Kernel(Kernel),
-    /// A library call (dot_general → GEMM, convolution, scatter_add): the
-    /// instruction, with its operands and result buffers. `device` is the same
-    /// computation as one generated loop kernel over the same buffers, for a
-    /// device without a library routine for the step (the CUDA backend where
-    /// cuBLAS/cuDNN do not take it; see `pjc_host::device`).
-    Library { inst: InstData, inputs: Vec<usize>, output: usize, device: Option<Kernel> },
+    /// A library call (dot_general → GEMM, convolution, scatter, sort,
+    /// top_k): the instruction, with its operand buffers and one buffer per
+    /// result. `device` is the same computation as generated loop kernels,
+    /// run in order, for a device without a library routine for the step (the
+    /// CUDA backend where cuBLAS does not take it; see `pjc_host::device`):
+    /// they read the operands and write the results, through temporaries of
+    /// their own (sort's ranks) that the buffer plan gives this step. Empty
+    /// for an op without one.
+    Library { inst: InstData, inputs: Vec<usize>, outputs: Vec<usize>, device: Vec<Kernel> },
     /// A collective (runtime call).
     Collective { inst: InstData, input: usize, output: usize },
 }
@@ -75,9 +78,9 @@ impl Plan {
         let steps = self
             .steps
             .iter()
-            .map(|s| match s {
-                Step::Library { device: Some(k), .. } => Step::Kernel(k.clone()),
-                s => s.clone(),
+            .flat_map(|s| match s {
+                Step::Library { device, .. } if !device.is_empty() => device.iter().cloned().map(Step::Kernel).collect(),
+                s => vec![s.clone()],
             })
             .collect();
         Plan { steps, ..self.clone() }
@@ -107,12 +110,16 @@ impl fmt::Display for Plan {
         for s in &self.steps {
             match s {
                 Step::Kernel(k) => writeln!(f, "  {k}")?,
-                Step::Library { inst, inputs, output, device } => {
-                    let ins = inputs.iter().map(|b| format!("b{b}")).collect::<Vec<_>>().join(", ");
-                    let dev = device.as_ref().map_or(String::new(), |k| format!("  device kernel {}", k.name));
+                Step::Library { inst, inputs, outputs, device } => {
+                    let bufs = |bs: &[usize]| bs.iter().map(|b| format!("b{b}")).collect::<Vec<_>>().join(", ");
+                    let dev = match device.len() {
+                        0 => String::new(),
+                        1 => format!("  device kernel {}", device[0].name),
+                        _ => format!("  device kernels {}", device.iter().map(|k| k.name.as_str()).collect::<Vec<_>>().join(", ")),
+                    };
                     let attrs: Vec<String> = inst.attrs.iter().map(|a| format!("{}={}", a.name, attr_text(&a.value))).collect();
                     let attrs = if attrs.is_empty() { String::new() } else { format!(" {{{}}}", attrs.join(", ")) };
-                    writeln!(f, "  library {}{attrs} ({ins}) -> (b{output}){dev}", inst.op)?
+                    writeln!(f, "  library {}{attrs} ({}) -> ({}){dev}", inst.op, bufs(inputs), bufs(outputs))?
                 }
                 Step::Collective { inst, input, output } => {
                     let attrs: Vec<String> = inst

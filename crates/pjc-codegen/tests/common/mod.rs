@@ -1,6 +1,8 @@
 //! Helpers shared by the code generator's tests.
 #![allow(dead_code)]
 
+pub mod ranked;
+
 use pjc_plan::{Plan, Step};
 use pjc_ir::{DType, FuncKind, Module};
 use pjc_tensor::compare::{close, Tolerance};

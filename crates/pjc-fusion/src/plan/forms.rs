@@ -7,12 +7,12 @@
 //!   source elements whose window selected it). Their operands are stored, so
 //!   every kernel reads bitwise the same values and the equality tests that
 //!   find the extreme cannot miss.
-//! - **Device kernels** of library steps (`dot_general`, `convolution`,
-//!   `scatter_add`): the same computation as one reduction kernel, run where
-//!   no library routine takes the step (see `pjc_host::device`). They are
-//!   direct loops (a product or convolution as a sum over its contraction,
-//!   `scatter_add` as a sum over every update per output element): correct
-//!   and deterministic, not fast.
+//! - **Device kernels** of library steps (`dot_general`, `convolution`;
+//!   scatters in `scatter.rs`, sort and top_k in `sort.rs`): the same
+//!   computation as generated kernels, run where no library routine takes the
+//!   step (see `pjc_host::device`). They are direct loops (a product or
+//!   convolution as a sum over its contraction): correct and deterministic,
+//!   not fast.
 //!
 //! Semantics are spec section 11's: floats compute in f32 (f16/bf16 too) or
 //! f64 and accumulate in at least f32; NaN counts as the extreme; ties go to
@@ -25,29 +25,30 @@ use pjc_plan::kernel::{compute_type, BufferArg, CmpDir, IndexOp, Kernel, Node, N
 use pjc_plan::{BufferKind, Step};
 
 impl<'a> Planner<'a> {
-    fn ty_of(&self, v: Value) -> TensorType {
+    pub(super) fn ty_of(&self, v: Value) -> TensorType {
         self.f.values[v].ty.clone()
     }
 
-    fn attrs_of<'i>(&self, inst: &'i InstData) -> Attrs<'i> {
+    pub(super) fn attrs_of<'i>(&self, inst: &'i InstData) -> Attrs<'i> {
         let tys: Vec<&TensorType> = inst.operands.iter().map(|&o| &self.f.values[o].ty).collect();
         Attrs::new(inst, &tys)
     }
 
-    /// The device kernel of library step `inst` writing `output` (`None` for
-    /// an op without one).
-    pub(super) fn device_kernel(&self, inst: &InstData, output: usize) -> Result<Option<Kernel>, PlanError> {
+    /// The device kernels of library step `inst` writing `outputs` (one
+    /// buffer per result), in order; none for an op without them.
+    pub(super) fn device_kernels(&mut self, inst: &InstData, outputs: &[usize]) -> Result<Vec<Kernel>, PlanError> {
         let v = inst.results[0];
         let ty = self.ty_of(v);
-        let out = BufferArg { buffer: output, dtype: ty.dtype };
+        let out = BufferArg { buffer: outputs[0], dtype: ty.dtype };
         let name = self.kernel_name(v, "_device");
         let k = match inst.op {
             Opcode::DotGeneral => self.build(name, &ty.shape, out, v, |b, c| b.dot_general(inst, c))?,
             Opcode::Convolution => self.build(name, &ty.shape, out, v, |b, c| b.convolution(inst, c))?,
-            Opcode::ScatterAdd => self.build(name, &ty.shape, out, v, |b, c| b.scatter_add(inst, c))?,
-            _ => return Ok(None),
+            Opcode::ScatterAdd | Opcode::Scatter => return self.scatter_device(inst, outputs[0]),
+            Opcode::Sort | Opcode::TopK => return self.ranked_device(inst, outputs),
+            _ => return Ok(vec![]),
         };
-        Ok(Some(k))
+        Ok(vec![k])
     }
 
     /// A library step's instruction and input buffers. A `dot_general`
@@ -107,7 +108,8 @@ impl<'a> Planner<'a> {
         }
     }
 
-    /// A kernel writing a temporary of type `ty` (named after `v` and `what`).
+    /// A kernel writing a temporary of type `ty` (named after `v` and
+    /// `what`), pushed as the next step.
     fn stage(
         &mut self,
         v: Value,
@@ -115,13 +117,27 @@ impl<'a> Planner<'a> {
         ty: TensorType,
         build: impl FnOnce(&mut Body, &[NodeId]) -> Result<Built, PlanError>,
     ) -> Result<usize, PlanError> {
+        let (buffer, k) = self.temp_kernel(v, what, ty, build)?;
+        self.steps.push(Step::Kernel(k));
+        Ok(buffer)
+    }
+
+    /// A new temporary of type `ty` (named after `v` and `what`) and the
+    /// kernel that writes it (for the caller to place: a step, or one of a
+    /// library step's device kernels).
+    pub(super) fn temp_kernel(
+        &mut self,
+        v: Value,
+        what: &str,
+        ty: TensorType,
+        build: impl FnOnce(&mut Body, &[NodeId]) -> Result<Built, PlanError>,
+    ) -> Result<(usize, Kernel), PlanError> {
         let name = format!("{}_{what}", self.f.values[v].name);
         let shape = ty.shape.clone();
         let dtype = ty.dtype;
         let buffer = self.temp_buffer(&name, ty, BufferKind::Temp);
         let k = self.build(self.kernel_name(v, &format!("_{what}")), &shape, BufferArg { buffer, dtype }, v, build)?;
-        self.steps.push(Step::Kernel(k));
-        Ok(buffer)
+        Ok((buffer, k))
     }
 
     /// `argmax`/`argmin`: kernel 1 reduces the operand to its extreme along
@@ -249,7 +265,7 @@ impl<'a> Planner<'a> {
 
 impl<'a> Body<'a> {
     /// 0 of compute type `ct`.
-    fn zero(&mut self, ct: DType) -> NodeId {
+    pub(super) fn zero(&mut self, ct: DType) -> NodeId {
         if ct.is_float() {
             self.push(Node::ConstFloat(0.0, ct), ct)
         } else {
@@ -258,7 +274,7 @@ impl<'a> Body<'a> {
     }
 
     /// An i64 0/1 flag as pred.
-    fn flag(&mut self, f: NodeId) -> NodeId {
+    pub(super) fn flag(&mut self, f: NodeId) -> NodeId {
         let one = self.int(1);
         self.push(Node::Compare { dir: CmpDir::Eq, a: f, b: one }, DType::Pred)
     }
@@ -279,10 +295,14 @@ impl<'a> Body<'a> {
     pub(super) fn identity(&mut self, kind: ReduceKind, d: DType) -> NodeId {
         let ct = compute_type(d);
         let n = match (kind, ct.is_float()) {
+            _ if d.is_pred() => Node::ConstBool(matches!(kind, ReduceKind::Prod | ReduceKind::Min | ReduceKind::And)),
             (ReduceKind::Max, true) => Node::ConstFloat(f64::NEG_INFINITY, ct),
             (ReduceKind::Min, true) => Node::ConstFloat(f64::INFINITY, ct),
+            (ReduceKind::Prod, true) => Node::ConstFloat(1.0, ct),
             (ReduceKind::Max, false) => Node::ConstInt(d.int_range().map_or(0, |r| r.0), ct),
             (ReduceKind::Min, false) => Node::ConstInt(d.int_range().map_or(0, |r| r.1), ct),
+            (ReduceKind::Prod, false) => Node::ConstInt(1, ct),
+            (ReduceKind::And, false) => Node::ConstInt(-1, ct),
             (_, true) => Node::ConstFloat(0.0, ct),
             _ => Node::ConstInt(0, ct),
         };
@@ -451,37 +471,5 @@ impl<'a> Body<'a> {
         let mut shape = vec![g.cin_k as u64];
         shape.extend(g.k_sp.iter().map(|&s| s as u64));
         Ok((prod, Some(Reduction { shape, kind: ReduceKind::Sum, acc: accumulator(res.dtype, ReduceKind::Sum) })))
-    }
-
-    /// `scatter_add %base, %idx, %updates {axis}` as, per output element, a
-    /// sum over the base element and every update whose index names it
-    /// (reduction point `|idx|` is the base; indices out of range match
-    /// nothing, so their updates are dropped).
-    fn scatter_add(&mut self, inst: &InstData, out: &[NodeId]) -> Result<Built, PlanError> {
-        let (base, idx, upd) = (inst.operands[0], inst.operands[1], inst.operands[2]);
-        let (bt, it) = (self.ty(base).clone(), self.ty(idx).clone());
-        let axis = self.attrs(inst).index("axis")?;
-        let ct = compute_type(bt.dtype);
-        let basev = self.value(base, out)?;
-        let ni = it.num_elements();
-        if ni == 0 {
-            return Ok((basev, None));
-        }
-        let r = self.push(Node::Coord(out.len()), DType::I64);
-        let rc = self.clamp(r, 0, ni as i128 - 1);
-        let ic = self.delinearize(rc, &it.shape);
-        let raw = self.value(idx, &ic)?;
-        let j = self.push(Node::Convert { x: raw, to: DType::I64 }, DType::I64);
-        let hit = self.push(Node::Compare { dir: CmpDir::Eq, a: j, b: out[axis] }, DType::Pred);
-        let mut uc = out[..axis].to_vec();
-        uc.extend_from_slice(&ic);
-        uc.extend_from_slice(&out[axis + 1..]);
-        let uv = self.value(upd, &uc)?;
-        let zero = self.zero(ct);
-        let val = self.push(Node::Select { cond: hit, a: uv, b: zero }, ct);
-        let last = self.int(ni as i128);
-        let is_base = self.push(Node::Compare { dir: CmpDir::Eq, a: r, b: last }, DType::Pred);
-        let body = self.push(Node::Select { cond: is_base, a: basev, b: val }, ct);
-        Ok((body, Some(Reduction { shape: vec![ni + 1], kind: ReduceKind::Sum, acc: accumulator(bt.dtype, ReduceKind::Sum) })))
     }
 }

@@ -362,12 +362,12 @@ impl CudaBackend {
                         }
                     }
                 }
-                Step::Library { inst, inputs, output, .. } => match pjc_host::device::cublas_of(&self.plan, step) {
+                Step::Library { inst, inputs, outputs, .. } => match pjc_host::device::cublas_of(&self.plan, step) {
                     Some(Cublas::Gemm { operands, result, args, calls }) => {
                         needs_blas = true;
-                        Exec::Gemm { operands, result, g: args, calls, lhs: inputs[0], rhs: inputs[1], out: *output }
+                        Exec::Gemm { operands, result, g: args, calls, lhs: inputs[0], rhs: inputs[1], out: outputs[0] }
                     }
-                    Some(Cublas::Zero) => Exec::Zero { out: *output },
+                    Some(Cublas::Zero) => Exec::Zero { out: outputs[0] },
                     Some(Cublas::Skip) => Exec::Skip,
                     None => return Err(RuntimeError::Internal(format!("library step '{}' reached the CUDA backend without a cuBLAS mapping", inst.op))),
                 },
