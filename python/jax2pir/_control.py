@@ -2,8 +2,8 @@
 
 Each body jaxpr becomes a function of the module (spec section 7.1): a `func` when the
 loop is in a `func`, a `spmd func` inside a `shard_map` body, named after the traced
-Python function (`@scan_step.0`, `@while_body.0`, `@cond_branch.1`, `@fori_loop_body.0`). PIR bodies see only
-their parameters, so the values a jaxpr closes over (its `consts`, the leading operands
+Python function (`@scan_step.0`, `@while_body.0`, `@cond_branch.1`, `@fori_loop_body.0`).
+PIR bodies see only their parameters, so the values a jaxpr closes over (its `consts`, the leading operands
 counted by `num_consts` / `cond_nconsts` / `body_nconsts`) ride as extra carries in
 front of the loop's own ones, which the body returns unchanged; each distinct value is
 carried once. Constants of a ClosedJaxpr are emitted inside the body (they need no
@@ -62,13 +62,13 @@ def function(b, eqn, base, types, emit):
 
 class _Carries:
     """The carried values of a PIR loop: the distinct closed-over values (each once),
-    then the loop's own carries; a stand-in `i32[]` when there would be none (PIR's
-    `while` and `scan` need an operand).
+    then the loop's own carries; a stand-in `i32[]` when the loop would have no operand
+    at all (PIR's `while` and `scan` need one).
 
     groups: one list of Vals per jaxpr that closes over values (a while loop's cond and
-    body); `own`: the JAX loop's carries."""
+    body); `own`: the JAX loop's carries; `scanned`: its other operands (a scan's xs)."""
 
-    def __init__(self, b, groups, own):
+    def __init__(self, b, groups, own, scanned=()):
         self.extra, self.where = [], []
         for g in groups:
             idx = []
@@ -80,7 +80,7 @@ class _Carries:
                 idx.append(k)
             self.where.append(idx)
         self.own = list(own)
-        self.dummy = [] if (self.extra or own) else [b.const(0, "i32")]
+        self.dummy = [] if (self.extra or own or scanned) else [b.const(0, "i32")]
 
     @property
     def operands(self):
@@ -116,7 +116,7 @@ def _scan(b, eqn, ins):
     nc, nk = int(p["num_consts"]), int(p["num_carry"])
     length = int(p["length"])
     consts, own, xs = ins[:nc], ins[nc:nc + nk], ins[nc + nk:]
-    c = _Carries(b, [consts], own)
+    c = _Carries(b, [consts], own, xs)
     carried = c.operands
     slices = [(x.dtype, x.shape[1:]) for x in xs]
 
