@@ -144,14 +144,36 @@ def _while(b, eqn, ins):
     carried = c.operands
     types = _types(carried)
 
-    def emit_cond(sub, params):
+    # A vmapped while_loop whose predicate is batched keeps a `while` in the jaxpr, with
+    # a pred[B...] condition: as XLA lowers it, the loop runs while any element's holds,
+    # and the body keeps the carries of the finished elements (the predicate's shape is
+    # a prefix of every carry's).
+    pshape = tuple(cj.jaxpr.outvars[0].aval.shape)
+
+    def predicate(sub, params):
         _, cvals, rest = c.split(params, 0)
-        return sub.run_jaxpr(cj.jaxpr, cj.consts, cvals + rest)
+        return sub.run_jaxpr(cj.jaxpr, cj.consts, cvals + rest)[0]
+
+    def emit_cond(sub, params):
+        pred = predicate(sub, params)
+        if pshape:
+            pred = sub.op("reduce", [pred], "pred", (), {"dims": list(range(len(pshape))), "kind": "or"})
+        return [pred]
 
     def emit_body(sub, params):
         fixed, cvals, rest = c.split(params, 1)
         outs = sub.run_jaxpr(bj.jaxpr, bj.consts, cvals + rest)
         _check_types(eqn, outs, _types(c.own), "while body")
+        if pshape:
+            pred = predicate(sub, params)
+            kept = []
+            for new, old in zip(outs, rest):
+                if new.shape[:len(pshape)] != pshape:
+                    fail(eqn, f"a batched while_loop predicate {type_str('pred', pshape)} that is "
+                              f"not a leading part of the carry {new.type}")
+                keep = sub.broadcast(pred, new.shape, list(range(len(pshape))))
+                kept.append(sub.op("select", [keep, new, old], new.dtype, new.shape))
+            outs = kept
         return fixed + outs
 
     cond = function(b, eqn, _base(cj, "while_cond", "while_cond"), types, emit_cond)

@@ -280,6 +280,15 @@ def while_consts(x, w, limit):
     return y, n, lax.while_loop(lambda i: i > 100, lambda i: i + 1, n)  # zero iterations
 
 
+def vmap_loops(x):
+    # A vmapped while_loop keeps its batched predicate (run while any holds, finished rows
+    # keep their carries); lax.map is a scan; a vmapped cond is a select.
+    grow = jax.vmap(lambda r: lax.while_loop(lambda c: jnp.sum(c[0]) < 10.0,
+                                             lambda c: (c[0] * 1.5 + 0.5, c[1] + 1), (r, 0)))
+    return (grow(jnp.abs(x)), lax.map(lambda r: jnp.sort(r) * 2.0, x),
+            jax.vmap(lambda r: lax.cond(r[0] > 0, jnp.sin, jnp.cos, r))(x), jnp.median(x, axis=1))
+
+
 def cond_branches(x, w, p):
     return lax.cond(p, lambda x: jnp.sin(x * w), lambda x: x * x - w, x)
 
@@ -412,6 +421,7 @@ CASES_V2 = [
     ("cond_false", g(cond_branches), (f32(3, 4), f32(4), jnp.bool_(False)), 1e-5),
     ("switch", g(switch_branches), (f32(3, 4), f32(4), jnp.int32(1)), 1e-5),
     ("nested_control_flow", nested, (f32(2, 3), f32(3, 3), jnp.int32(3)), 1e-5),
+    ("vmap_while_map_cond", vmap_loops, (f32(5, 6),), 1e-6),
     ("scan_typed_keys", scan_keys, (TKEY, f32(4, 5)), 1e-6),
     ("sort", sorts, (f32(4, 6), f32(4, 6)), 0.0),
     ("top_k", top_k, (f32(5, 7),), 0.0),
