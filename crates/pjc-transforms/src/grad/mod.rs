@@ -33,7 +33,7 @@ mod linalg;
 mod rules;
 mod spmd;
 
-use crate::TransformError;
+use crate::{FuncNames, TransformError};
 use emit::{Gen, R};
 use pjc_ir::builder::Builder;
 use pjc_ir::infer::CalleeSig;
@@ -46,21 +46,10 @@ use std::collections::{HashMap, HashSet};
 
 /// Builds the function computing `@f`'s value and its gradients with respect to
 /// the operands listed in `inst`'s `wrt`. Fails when the gradient needs helper
-/// functions (a `func` calling a `spmd func`); [`generate_all`] returns those too.
+/// functions (a `func` calling a `spmd func`, control flow); [`generate_all`]
+/// returns those too.
 pub fn generate(m: &Module, f: FuncId, inst: &InstData) -> Result<Function, TransformError> {
-    let mut fs = generate_all(m, f, inst)?;
-    if fs.len() > 1 {
-        let names: Vec<String> = fs[1..].iter().map(|h| format!("@{}", h.name)).collect();
-        return Err(TransformError {
-            span: inst.span,
-            msg: format!(
-                "grad of @{} needs helper functions ({}) for the spmd funcs it calls: use grad::generate_all",
-                m.funcs[f].name,
-                names.join(", ")
-            ),
-        });
-    }
-    Ok(fs.remove(0))
+    crate::error::only_function(generate_all(m, f, inst)?, inst.span, "grad", &m.funcs[f].name)
 }
 
 /// Like [`generate`], followed by the helper functions the generated one calls
@@ -93,7 +82,7 @@ pub fn generate_all(m: &Module, f: FuncId, inst: &InstData) -> Result<Vec<Functi
         sigs: pjc_ir::builder::signatures(m),
         helpers: vec![],
         helper_of: HashMap::new(),
-        reserved: HashSet::new(),
+        names: FuncNames::default(),
         span,
     };
     let name = cx.fresh_func(&format!("{}.grad", func.name));
@@ -134,20 +123,13 @@ struct Cx<'m> {
     sigs: HashMap<String, CalleeSig>,
     helpers: Vec<Function>,
     helper_of: HashMap<String, String>,
-    reserved: HashSet<String>,
+    names: FuncNames,
     span: Span,
 }
 
 impl Cx<'_> {
     fn fresh_func(&mut self, base: &str) -> String {
-        let mut name = base.to_string();
-        let mut k = 1;
-        while self.m.func_by_name(&name).is_some() || self.reserved.contains(&name) {
-            name = format!("{base}.{k}");
-            k += 1;
-        }
-        self.reserved.insert(name.clone());
-        name
+        self.names.fresh(self.m, base)
     }
 
     fn build(&mut self, fid: FuncId, mode: &Mode, name: String) -> R<Function> {
@@ -564,7 +546,7 @@ impl Gen<'_> {
         }
         let outs = self
             .b
-            .try_build(Opcode::Call, &args, vec![], &[helper.clone()], None, &self.tmp("vjp"))
+            .try_build(Opcode::Call, &args, vec![], std::slice::from_ref(&helper), None, &self.tmp("vjp"))
             .map_err(|e| self.internal(format!("call of @{helper}: {}", e.msg)))?;
         let mut res = vec![None; inst.operands.len()];
         let mut j = 0;

@@ -133,8 +133,8 @@ impl<'m> Batcher<'_, 'm> {
         let mut res = vec![];
         for r in 0..outs[0].len() {
             let mut acc = self.materialize(outs[n - 1][r], 0, name)?;
-            for b in (0..n - 1).rev() {
-                let v = self.materialize(outs[b][r], 0, name)?;
+            for (b, out) in outs[..n - 1].iter().enumerate().rev() {
+                let v = self.materialize(out[r], 0, name)?;
                 let k = self.splat(DType::I64, vec![self.size], b as i128, name)?;
                 let here = self.compare("eq", pos, k, name)?;
                 let here = self.per_example(here, acc, name)?;

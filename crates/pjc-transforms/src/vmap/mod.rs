@@ -41,14 +41,14 @@ mod control;
 mod emit;
 mod rules;
 
-use crate::TransformError;
+use crate::{FuncNames, TransformError};
 use pjc_ir::builder::{signatures, Builder, Names};
 use pjc_ir::infer::CalleeSig;
 use pjc_ir::{
     AttrValue, DimSharding, EntityRef, FuncId, FuncKind, Function, InstData, Mesh, Module, Opcode, ResultDecl, Sharding,
     Span, TensorType, Value, ValueDef,
 };
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// Most examples a batched `shard_map` call inside a mapped `func` is unrolled
 /// over (one call per example); beyond it the vmap is reported unsupported.
@@ -67,19 +67,7 @@ pub(crate) struct Bv {
 /// `in_dims`/`out_dims` say. Fails when it needs batched bodies of control
 /// flow (new functions); [`generate_all`] returns those too.
 pub fn generate(m: &Module, f: FuncId, inst: &InstData) -> Result<Function, TransformError> {
-    let mut fs = generate_all(m, f, inst)?;
-    if fs.len() > 1 {
-        let names: Vec<String> = fs[1..].iter().map(|h| format!("@{}", h.name)).collect();
-        return Err(TransformError {
-            span: inst.span,
-            msg: format!(
-                "vmap of @{} needs batched bodies ({}) for its control flow: use vmap::generate_all",
-                m.funcs[f].name,
-                names.join(", ")
-            ),
-        });
-    }
-    Ok(fs.remove(0))
+    crate::error::only_function(generate_all(m, f, inst)?, inst.span, "vmap", &m.funcs[f].name)
 }
 
 /// Like [`generate`], followed by the batched bodies of the control flow it
@@ -114,7 +102,7 @@ pub fn generate_all(m: &Module, f: FuncId, inst: &InstData) -> Result<Vec<Functi
         mesh: m.mesh_or_single(),
         sigs: signatures(m),
         helpers: vec![],
-        reserved: HashSet::new(),
+        names: FuncNames::default(),
         size,
         span,
         top: target.name.clone(),
@@ -144,7 +132,7 @@ pub(crate) struct Shared<'m> {
     pub mesh: Mesh,
     pub sigs: HashMap<String, CalleeSig>,
     pub helpers: Vec<Function>,
-    reserved: HashSet<String>,
+    names: FuncNames,
     /// The batch size.
     pub size: u64,
     /// The `vmap` instruction, for errors.
@@ -157,14 +145,7 @@ impl Shared<'_> {
     /// A function name not used in the module nor by a body made so far:
     /// `base`, else `base.1`, ...
     pub fn fresh_func(&mut self, base: &str) -> String {
-        let mut name = base.to_string();
-        let mut k = 1;
-        while self.m.func_by_name(&name).is_some() || self.reserved.contains(&name) {
-            name = format!("{base}.{k}");
-            k += 1;
-        }
-        self.reserved.insert(name.clone());
-        name
+        self.names.fresh(self.m, base)
     }
 
     /// Adds a generated body.
@@ -189,7 +170,7 @@ impl Shared<'_> {
     pub fn rollback(&mut self, mark: usize) {
         for h in self.helpers.drain(mark..) {
             self.sigs.remove(&h.name);
-            self.reserved.remove(&h.name);
+            self.names.release(&h.name);
         }
     }
 

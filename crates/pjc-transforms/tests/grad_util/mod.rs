@@ -5,6 +5,9 @@
 use pjc_ir::{DType, FuncKind, Module, TensorType};
 use pjc_tensor::{Buf, Lanes, Tensor};
 
+#[path = "../ir_util/mod.rs"]
+mod ir_util;
+
 /// xorshift64*: deterministic and good enough for test inputs.
 pub struct Rng(u64);
 
@@ -275,78 +278,34 @@ pub fn grad_outputs(src: &str, f: &str, wrt: &[usize], inputs: &[Tensor]) -> Vec
 /// the scan's order, outputs stacked with `concat`. The reference the
 /// gradient of a scan must equal.
 pub fn unroll_scans(src: &str) -> String {
-    use pjc_ir::builder::{signatures, Builder};
     use pjc_ir::{AttrValue, Opcode, Value};
-    use std::collections::HashMap;
     let mut m = load(src);
-    let sigs = signatures(&m);
-    let mesh = m.mesh_or_single();
-    let ids: Vec<_> = m.funcs.keys().collect();
-    for id in ids {
-        let f = &mut m.funcs[id];
-        let body = std::mem::take(&mut f.body);
-        let mut remap: HashMap<Value, Value> = HashMap::new();
-        for inst in body {
-            for v in f.insts[inst].operands.iter_mut() {
-                if let Some(n) = remap.get(v) {
-                    *v = *n;
-                }
+    ir_util::replace_each(&mut m, Opcode::Scan, |b, d| {
+        let int = |n: &str| d.attr(n).and_then(AttrValue::as_int).unwrap() as usize;
+        let (len, nc) = (int("length"), int("carries"));
+        let reverse = matches!(d.attr("reverse"), Some(AttrValue::Bool(true)));
+        let mut carry: Vec<Value> = d.operands[..nc].to_vec();
+        let mut outs: Vec<Vec<Value>> = vec![vec![]; d.results.len() - nc];
+        let order: Vec<usize> = if reverse { (0..len).rev().collect() } else { (0..len).collect() };
+        for &i in &order {
+            let mut args = carry.clone();
+            for &x in &d.operands[nc..] {
+                args.push(ir_util::take(b, x, 0, i as u64, "slice"));
             }
-            if f.insts[inst].op != Opcode::Scan {
-                f.body.push(inst);
-                continue;
-            }
-            let d = f.insts[inst].clone();
-            let int = |n: &str| d.attr(n).and_then(AttrValue::as_int).unwrap() as usize;
-            let (len, nc) = (int("length"), int("carries"));
-            let reverse = matches!(d.attr("reverse"), Some(AttrValue::Bool(true)));
-            let mut b = Builder::new(f, &mesh, &sigs);
-            let mut carry: Vec<Value> = d.operands[..nc].to_vec();
-            let mut outs: Vec<Vec<Value>> = vec![vec![]; d.results.len() - nc];
-            let order: Vec<usize> = if reverse { (0..len).rev().collect() } else { (0..len).collect() };
-            for &i in &order {
-                let mut args = carry.clone();
-                for &x in &d.operands[nc..] {
-                    let t = b.func.values[x].ty.clone();
-                    let mut start = vec![0i64; t.rank()];
-                    let mut limit: Vec<i64> = t.shape.iter().map(|&s| s as i64).collect();
-                    start[0] = i as i64;
-                    limit[0] = i as i64 + 1;
-                    let attrs = vec![
-                        ("start", AttrValue::int_list(&start)),
-                        ("limit", AttrValue::int_list(&limit)),
-                        ("stride", AttrValue::int_list(&vec![1; t.rank()])),
-                    ];
-                    let s = b.build(Opcode::Slice, &[x], attrs, "slice");
-                    let st = TensorType::new(t.dtype, t.shape[1..].to_vec());
-                    args.push(b.build_typed(Opcode::Reshape, &[s], vec![], st, "slice"));
-                }
-                let r = b.try_build(Opcode::Call, &args, vec![], &d.callees, None, "it").unwrap();
-                carry = r[..nc].to_vec();
-                for (k, &y) in r[nc..].iter().enumerate() {
-                    let t = b.func.values[y].ty.clone();
-                    let mut shape = t.shape.clone();
-                    shape.insert(0, 1);
-                    outs[k].push(b.build_typed(Opcode::Reshape, &[y], vec![], TensorType::new(t.dtype, shape), "row"));
-                }
-            }
-            for (k, &r) in d.results[..nc].iter().enumerate() {
-                remap.insert(r, carry[k]);
-            }
-            for (k, mut rows) in outs.into_iter().enumerate() {
-                if reverse {
-                    rows.reverse();
-                }
-                let c = b.build(Opcode::Concat, &rows, vec![("dim", AttrValue::Int(0))], "stacked");
-                remap.insert(d.results[nc + k], c);
+            let r = b.try_build(Opcode::Call, &args, vec![], &d.callees, None, "it").unwrap();
+            carry = r[..nc].to_vec();
+            for (k, &y) in r[nc..].iter().enumerate() {
+                outs[k].push(y);
             }
         }
-        for v in f.ret.iter_mut() {
-            if let Some(n) = remap.get(v) {
-                *v = *n;
+        for mut rows in outs {
+            if reverse {
+                rows.reverse();
             }
+            carry.push(ir_util::stack(b, &rows, 0, "stacked"));
         }
-    }
+        carry
+    });
     let text = pjc_front::print_module(&m);
     load(&text);
     text

@@ -7,12 +7,13 @@
 //! the reference unrolls every `vmap` by hand ([`unroll_vmaps`]).
 #![allow(dead_code)]
 
-use pjc_ir::builder::{signatures, Builder};
 use pjc_ir::infer::global_type;
-use pjc_ir::{AttrValue, FuncKind, Module, Opcode, TensorType, Value};
+use pjc_ir::{FuncKind, Module, Opcode, TensorType, Value};
 use pjc_tensor::compare::{close, Tolerance};
 use pjc_tensor::{Buf, Tensor};
-use std::collections::HashMap;
+
+#[path = "../ir_util/mod.rs"]
+mod ir_util;
 
 pub fn load(src: &str) -> Module {
     match pjc_front::load(src) {
@@ -78,14 +79,29 @@ pub fn assert_close(want: &[Tensor], got: &[Tensor], ctx: &str) {
 /// function (adding the batched bodies it makes), without the clean-up
 /// `expand` does.
 pub fn expand_vmaps(m: &mut Module) -> Result<(), pjc_transforms::TransformError> {
+    expand_only(m, Opcode::Vmap)
+}
+
+/// Replaces every `grad` the same way, leaving `vmap`s to the interpreter:
+/// the reference for `vmap` of `grad`.
+pub fn expand_grads(m: &mut Module) {
+    expand_only(m, Opcode::Grad).unwrap_or_else(|e| panic!("grad::generate_all: {}", e.msg));
+}
+
+/// Replaces every `op` (`vmap` or `grad`) by a call of its generated function.
+fn expand_only(m: &mut Module, op: Opcode) -> Result<(), pjc_transforms::TransformError> {
     for id in pjc_transforms::callees_first(m) {
         for inst in m.funcs[id].body.clone() {
-            if m.funcs[id].insts[inst].op != Opcode::Vmap {
+            if m.funcs[id].insts[inst].op != op {
                 continue;
             }
             let callee = m.funcs[id].insts[inst].callee().unwrap().to_string();
             let target = m.func_by_name(&callee).unwrap();
-            let gs = pjc_transforms::vmap::generate_all(m, target, &m.funcs[id].insts[inst])?;
+            let d = &m.funcs[id].insts[inst];
+            let gs = match op {
+                Opcode::Grad => pjc_transforms::grad::generate_all(m, target, d)?,
+                _ => pjc_transforms::vmap::generate_all(m, target, d)?,
+            };
             let name = gs[0].name.clone();
             for g in gs {
                 m.funcs.push(g);
@@ -202,97 +218,28 @@ pub fn cases(funcs: &str, f: &str, b: u64, combos: &[&str]) {
 /// (inside a `spmd func`): every `vmap` becomes one `call` per example on
 /// sliced operands, results stacked along `out_dims` with `concat`.
 pub fn unroll_vmaps(m: &mut Module) {
-    let sigs = signatures(m);
-    let mesh = m.mesh_or_single();
-    let ids: Vec<_> = m.funcs.keys().collect();
-    for id in ids {
-        let f = &mut m.funcs[id];
-        let body = std::mem::take(&mut f.body);
-        let mut remap: HashMap<Value, Value> = HashMap::new();
-        for inst in body {
-            for v in f.insts[inst].operands.iter_mut() {
-                if let Some(n) = remap.get(v) {
-                    *v = *n;
-                }
-            }
-            if f.insts[inst].op != Opcode::Vmap {
-                f.body.push(inst);
-                continue;
-            }
-            let d = f.insts[inst].clone();
-            let in_dims: Vec<Option<usize>> =
-                d.attr("in_dims").unwrap().as_list().unwrap().iter().map(|v| v.as_int().map(|i| i as usize)).collect();
-            let out_dims: Vec<usize> = d.attr("out_dims").unwrap().as_ints().unwrap().iter().map(|&i| i as usize).collect();
-            let n = d.operands.iter().zip(&in_dims).find_map(|(&v, k)| k.map(|k| f.values[v].ty.shape[k])).unwrap();
-            let mut b = Builder::new(f, &mesh, &sigs);
-            let mut per: Vec<Vec<Value>> = vec![];
-            for e in 0..n {
-                let mut args = vec![];
-                for (&v, k) in d.operands.iter().zip(&in_dims) {
-                    let Some(k) = *k else {
-                        args.push(v);
-                        continue;
-                    };
-                    let t = b.func.values[v].ty.clone();
-                    let mut start = vec![0i64; t.rank()];
-                    let mut limit: Vec<i64> = t.shape.iter().map(|&s| s as i64).collect();
-                    start[k] = e as i64;
-                    limit[k] = e as i64 + 1;
-                    let attrs = vec![
-                        ("start", AttrValue::int_list(&start)),
-                        ("limit", AttrValue::int_list(&limit)),
-                        ("stride", AttrValue::int_list(&vec![1; t.rank()])),
-                    ];
-                    let s = b.build(Opcode::Slice, &[v], attrs, "ex");
-                    let mut shape = t.shape.clone();
-                    shape.remove(k);
-                    args.push(b.build_typed(Opcode::Reshape, &[s], vec![], TensorType::new(t.dtype, shape), "ex"));
-                }
-                per.push(b.try_build(Opcode::Call, &args, vec![], &d.callees, None, "ex").unwrap());
-            }
-            for (j, &od) in out_dims.iter().enumerate() {
-                let parts: Vec<Value> = per
-                    .iter()
-                    .map(|r| {
-                        let t = b.func.values[r[j]].ty.clone();
-                        let mut shape = t.shape.clone();
-                        shape.insert(od, 1);
-                        b.build_typed(Opcode::Reshape, &[r[j]], vec![], TensorType::new(t.dtype, shape), "st")
-                    })
-                    .collect();
-                let c = b.build(Opcode::Concat, &parts, vec![("dim", AttrValue::Int(od as i64))], "st");
-                remap.insert(d.results[j], c);
-            }
+    ir_util::replace_each(m, Opcode::Vmap, |b, d| {
+        let in_dims: Vec<Option<usize>> =
+            d.attr("in_dims").unwrap().as_list().unwrap().iter().map(|v| v.as_int().map(|i| i as usize)).collect();
+        let out_dims: Vec<usize> = d.attr("out_dims").unwrap().as_ints().unwrap().iter().map(|&i| i as usize).collect();
+        let n = d.operands.iter().zip(&in_dims).find_map(|(&v, k)| k.map(|k| b.func.values[v].ty.shape[k])).unwrap();
+        let mut per: Vec<Vec<Value>> = vec![];
+        for e in 0..n {
+            let args: Vec<Value> = d
+                .operands
+                .iter()
+                .zip(&in_dims)
+                .map(|(&v, k)| match *k {
+                    Some(k) => ir_util::take(b, v, k, e, "ex"),
+                    None => v,
+                })
+                .collect();
+            per.push(b.try_build(Opcode::Call, &args, vec![], &d.callees, None, "ex").unwrap());
         }
-        for v in f.ret.iter_mut() {
-            if let Some(n) = remap.get(v) {
-                *v = *n;
-            }
-        }
-    }
-}
-
-
-/// Replaces every `grad` (callees first) by a call of its generated function
-/// (adding the helpers it makes), leaving `vmap`s to the interpreter: the
-/// reference for `vmap` of `grad`.
-pub fn expand_grads(m: &mut Module) {
-    for id in pjc_transforms::callees_first(m) {
-        for inst in m.funcs[id].body.clone() {
-            if m.funcs[id].insts[inst].op != Opcode::Grad {
-                continue;
-            }
-            let target = m.func_by_name(m.funcs[id].insts[inst].callee().unwrap()).unwrap();
-            let gs = pjc_transforms::grad::generate_all(m, target, &m.funcs[id].insts[inst])
-                .unwrap_or_else(|e| panic!("grad::generate_all: {}", e.msg));
-            let name = gs[0].name.clone();
-            for g in gs {
-                m.funcs.push(g);
-            }
-            let d = &mut m.funcs[id].insts[inst];
-            d.op = Opcode::Call;
-            d.set_callee(name);
-            d.attrs.clear();
-        }
-    }
+        let stacked = out_dims.iter().enumerate().map(|(j, &od)| {
+            let parts: Vec<Value> = per.iter().map(|r| r[j]).collect();
+            ir_util::stack(b, &parts, od, "st")
+        });
+        stacked.collect()
+    });
 }
