@@ -79,14 +79,18 @@ pub(crate) fn lower(
             }
         }
     }
-    // 2. Pass-through factors take the result's target split (axes a reduction
-    // already holds come later, from the reduction's collective).
-    let reducing: Vec<String> = fax.iter().flatten().flatten().cloned().collect();
-    for (d, fs) in rule.dims[n].iter().enumerate() {
-        let split = split_axes(&mesh, &targets[0][d], fs, &rule.sizes);
-        for (k, &fi) in fs.iter().enumerate() {
-            if rule.kinds[fi] == FactorKind::Pass && !split[k].is_empty() && !split[k].iter().any(|a| reducing.contains(a)) {
-                fax[fi] = Some(split[k].clone());
+    // 2. Pass-through factors take the results' target splits (axes a
+    // reduction already holds come later, from the reduction's collective).
+    // Of several results (sort, top_k) that want one factor split, or one
+    // axis on two factors, the first wins; the others are resharded after.
+    for (r, target) in targets.iter().enumerate() {
+        for (d, fs) in rule.dims[n + r].iter().enumerate() {
+            let split = split_axes(&mesh, &target[d], fs, &rule.sizes);
+            for (k, &fi) in fs.iter().enumerate() {
+                let taken: Vec<String> = fax.iter().flatten().flatten().cloned().collect();
+                if rule.kinds[fi] == FactorKind::Pass && fax[fi].is_none() && !split[k].is_empty() && !split[k].iter().any(|a| taken.contains(a)) {
+                    fax[fi] = Some(split[k].clone());
+                }
             }
         }
     }
@@ -132,7 +136,13 @@ pub(crate) fn lower(
     for (t, &a) in inst.operands.iter().enumerate() {
         let want: Vec<Vec<String>> = rule.dims[t].iter().map(|fs| compose(&mesh, fs, &fax, &rule.sizes)).collect();
         let l = env[&a].clone();
-        ops.push(p.reshard(l.v, f.ty(a), &l.axes, &want, &format!("operand {t} of {op} %{}", f.values[inst.results[0]].name)));
+        let why = format!("operand {t} of {op} %{}", f.values[inst.results[0]].name);
+        let why = match unsplittable(&rule, t, &l.axes, &want) {
+            (whole, _) if !whole.is_empty() => format!("{why} ({op} needs dim {} whole on each device)", whole.join(", ")),
+            (_, partial) if !partial.is_empty() => format!("{why} ({op} cannot combine partial results over dim {})", partial.join(", ")),
+            _ => why,
+        };
+        ops.push(p.reshard(l.v, f.ty(a), &l.axes, &want, &why));
     }
     let mut overrides: Vec<(String, AttrValue)> = vec![];
     if !halos.is_empty() {
@@ -147,11 +157,28 @@ pub(crate) fn lower(
         overrides.push(("padding".to_string(), AttrValue::List(list)));
     }
     // 4. The op on local shapes.
-    let computed: Vec<Vec<String>> = rule.dims[n].iter().map(|fs| compose(&mesh, fs, &fax, &rule.sizes)).collect();
-    let global = f.ty(inst.results[0]).clone();
-    let local_ty = p.local(&global, &computed);
+    let computed_all: Vec<Vec<Vec<String>>> = (0..inst.results.len())
+        .map(|r| rule.dims[n + r].iter().map(|fs| compose(&mesh, fs, &fax, &rule.sizes)).collect())
+        .collect();
+    let globals: Vec<TensorType> = inst.results.iter().map(|&r| f.ty(r).clone()).collect();
+    let local_tys: Vec<TensorType> = globals.iter().zip(&computed_all).map(|(g, c)| p.local(g, c)).collect();
     let name = f.values[inst.results[0]].name.clone();
-    let mut v = emit(p, inst, &ops, &local_ty, &computed, &global, &name, &overrides)?;
+    let names: Vec<String> = inst.results.iter().map(|&r| f.values[r].name.clone()).collect();
+    let vs = emit(p, inst, &ops, &local_tys, &computed_all, &globals, &names, &overrides)?;
+    if inst.results.len() > 1 {
+        // Several results (sort, top_k): no op of that kind has reduction
+        // factors, so each result only moves to its target.
+        if (0..nf).any(|fi| rule.kinds[fi] == FactorKind::Reduction && fax[fi].is_some()) {
+            return Err(PartitionError(format!("internal error: {op} %{name} has split reductions and several results")));
+        }
+        for (r, &res) in inst.results.iter().enumerate() {
+            let rname = &f.values[res].name;
+            let v = p.reshard(vs[r], &globals[r], &computed_all[r], &targets[r], &format!("sharding of %{rname}"));
+            env.insert(res, Local { v, axes: targets[r].clone() });
+        }
+        return Ok(());
+    }
+    let (computed, global, mut v) = (&computed_all[0], &globals[0], vs[0]);
     // 5. Finish split reductions.
     let red_axes: Vec<String> = (0..nf)
         .filter(|&fi| rule.kinds[fi] == FactorKind::Reduction)
@@ -194,22 +221,41 @@ pub(crate) fn lower(
         }
     }
     // 6. The target adds only splits the op could not compute locally (free slices).
-    let v = p.reshard(v, &global, &have, &targets[0], &format!("sharding of %{name}"));
+    let v = p.reshard(v, global, &have, &targets[0], &format!("sharding of %{name}"));
     env.insert(inst.results[0], Local { v, axes: targets[0].clone() });
     Ok(())
 }
 
-/// Emits the op on local operands.
+/// The dims of operand `t` that lose a split the op cannot keep, for the
+/// gather's reason: those that need replication (the op needs the whole dim
+/// on each device: concat's dim, sort's), and reduction dims without a
+/// completion (scatter's index dims: no collective combines partial results).
+fn unsplittable(rule: &FactorRule, t: usize, from: &[Vec<String>], want: &[Vec<String>]) -> (Vec<String>, Vec<String>) {
+    let lost = |kind: FactorKind| -> Vec<String> {
+        (0..from.len())
+            .filter(|&d| !want[d].starts_with(&from[d]) && rule.dims[t][d].iter().any(|&fi| rule.kinds[fi] == kind))
+            .map(|d| d.to_string())
+            .collect()
+    };
+    let partial = if rule.completion.is_none() { lost(FactorKind::Reduction) } else { vec![] };
+    (lost(FactorKind::NeedReplication), partial)
+}
+
+/// Emits the op on local operands: one value per result, of the local types
+/// `local_tys` (sharded by `axes_all`, of global types `globals`), named
+/// after the global results (`names`).
+#[allow(clippy::too_many_arguments)]
 fn emit(
     p: &mut Partitioner,
     inst: &InstData,
     ops: &[Value],
-    local_ty: &TensorType,
-    axes: &[Vec<String>],
-    global: &TensorType,
-    name: &str,
+    local_tys: &[TensorType],
+    axes_all: &[Vec<Vec<String>>],
+    globals: &[TensorType],
+    names: &[String],
     overrides: &[(String, AttrValue)],
-) -> Result<Value, PartitionError> {
+) -> Result<Vec<Value>, PartitionError> {
+    let (local_ty, axes, global, name) = (&local_tys[0], &axes_all[0], &globals[0], names[0].as_str());
     let op = inst.op;
     let types: Vec<TensorType> = ops.iter().map(|&v| p.ty(v).clone()).collect();
     let refs: Vec<&TensorType> = types.iter().collect();
@@ -232,19 +278,19 @@ fn emit(
             let lit = inst.literal.clone().unwrap();
             if lit.shape.is_empty() {
                 let c = p.b().splat(lit.elems[0], local_ty.clone(), name);
-                return Ok(c);
+                return Ok(vec![c]);
             }
             // A dense literal: materialise it whole, then take this device's block.
             let c = p.b().build_typed(Opcode::Constant, &[], vec![], global.clone(), name);
             set_literal(p, c, lit);
             let none = vec![vec![]; axes.len()];
-            return Ok(p.reshard(c, global, &none, axes, &format!("constant %{name}")));
+            return Ok(vec![p.reshard(c, global, &none, axes, &format!("constant %{name}"))]);
         }
         Opcode::Iota => {
             let dim = inst.attr("dim").and_then(|a| a.as_int()).unwrap_or(0) as usize;
             let v = p.b().build_typed(Opcode::Iota, &[], vec![("dim", AttrValue::Int(dim as i64))], local_ty.clone(), name);
             if axes[dim].is_empty() {
-                return Ok(v);
+                return Ok(vec![v]);
             }
             // Offset by this device's first index along the split dim.
             let pos = p.position(&axes[dim], &format!("{name}.pos"));
@@ -252,7 +298,7 @@ fn emit(
             let off = p.b().build(Opcode::Mul, &[pos, size], vec![], &format!("{name}.off"));
             let off = p.b().build_typed(Opcode::Convert, &[off], vec![], TensorType::scalar(local_ty.dtype), &format!("{name}.off"));
             let offb = p.b().build_typed(Opcode::Broadcast, &[off], vec![("dims", AttrValue::List(vec![]))], local_ty.clone(), &format!("{name}.off"));
-            return Ok(p.b().build(Opcode::Add, &[v, offb], vec![], name));
+            return Ok(vec![p.b().build(Opcode::Add, &[v, offb], vec![], name)]);
         }
         Opcode::Slice => {
             // Split dims are whole-range slices (the rule makes sliced dims replicated).
@@ -273,16 +319,25 @@ fn emit(
     let attrs_ref: Vec<(&str, AttrValue)> = attrs.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
     let res = p
         .b()
-        .try_build(op, ops, attrs_ref, &[], written.then(|| vec![local_ty.clone()]), name)
+        .try_build(op, ops, attrs_ref, &[], written.then(|| local_tys.to_vec()), name)
         .map_err(|e| PartitionError(format!("local {op} for %{name}: {}", e.msg)))?;
-    if p.ty(res[0]) != local_ty {
-        return Err(PartitionError(format!(
-            "local {op} for %{name} has type {} but its sharding {} needs {local_ty}",
-            p.ty(res[0]),
-            sharding_of(axes)
-        )));
+    for (r, &v) in res.iter().enumerate() {
+        if p.ty(v) != &local_tys[r] {
+            return Err(PartitionError(format!(
+                "local {op} for %{} has type {} but its sharding {} needs {}",
+                names[r],
+                p.ty(v),
+                sharding_of(&axes_all[r]),
+                local_tys[r]
+            )));
+        }
+        if r > 0 {
+            // The builder names every result after the first; keep each one's own name.
+            let fresh = p.b().fresh(&names[r]);
+            p.out.values[v].name = fresh;
+        }
     }
-    Ok(res[0])
+    Ok(res)
 }
 
 fn set_literal(p: &mut Partitioner, v: Value, lit: Literal) {

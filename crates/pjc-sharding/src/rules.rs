@@ -187,7 +187,9 @@ fn einsum(r: &mut FactorRule, e: &Einsum, a: &Attrs, all: &[&TensorType]) -> Res
     Ok(())
 }
 
-/// Instantiates a [`PerDim`] rule: tensors of the result's rank, dim by dim.
+/// Instantiates a [`PerDim`] rule: tensors of the (first) result's rank, dim
+/// by dim. Every result takes part: ops with several results (`sort`'s sorted
+/// operands, `top_k`'s values and indices) split them all alike.
 fn per_dim(r: &mut FactorRule, p: &PerDim, a: &Attrs, all: &[&TensorType], n: usize) -> Result<(), AttrError> {
     let out = all[n];
     let rank = out.rank();
@@ -195,7 +197,7 @@ fn per_dim(r: &mut FactorRule, p: &PerDim, a: &Attrs, all: &[&TensorType], n: us
         Tensor::Operand(k) => k,
         Tensor::Result => n,
     };
-    let part: Vec<usize> = (0..=n).filter(|&t| all[t].rank() == rank).collect();
+    let part: Vec<usize> = (0..all.len()).filter(|&t| all[t].rank() == rank).collect();
     let passes: Vec<bool> = match p.pass {
         DimTest::Always => vec![true; rank],
         DimTest::NotLast => (0..rank).map(|d| d + 1 != rank).collect(),

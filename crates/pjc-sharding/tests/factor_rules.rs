@@ -186,6 +186,43 @@ fn gather_and_scatter_add_replace_the_table_axis_by_the_indices() {
     assert_eq!(acc.completion, None);
 }
 
+#[test]
+fn sort_and_top_k_split_every_result_like_their_operands() {
+    let src = "func @main(%k: f32[8,6], %v: i32[8,6]) -> (a: f32[8,6], b: i32[8,6], t: f32[8,2], ti: i32[8,2]) {
+  %a, %b = sort %k, %v {dim=1}
+  %t, %ti = top_k %k {k=2}
+  return %a, %b, %t, %ti
+}";
+    // The sorted dim needs replication in every tensor; dim 0 is one factor
+    // shared by both operands and both results.
+    assert_eq!(notation(src, "a"), "([i, j], [i, k]) -> ([i, l], [i, m]) {i=8, j=6, k=6, l=6, m=6} need_replication={j, k, l, m}");
+    assert_eq!(notation(src, "t"), "([i, j]) -> ([i, k], [i, l]) {i=8, j=6, k=2, l=2} need_replication={j, k, l}");
+    let src0 = "func @main(%k: f32[8,6]) -> (a: f32[8,6]) {
+  %a = sort %k {dim=0, descending=true}
+  return %a
+}";
+    assert_eq!(notation(src0, "a"), "([i, k]) -> ([j, k]) {i=8, j=8, k=6} need_replication={i, j}");
+}
+
+#[test]
+fn no_scatter_kind_completes_split_index_dims() {
+    // set keeps the last duplicate in the global index order, and partial
+    // scatters summed or multiplied would count the base once per device:
+    // for every kind the index dims stay unsplit and the base's other dims
+    // pass through.
+    for kind in ["set", "add", "mul", "max", "min"] {
+        let src = format!(
+            "func @main(%b: f32[10,4], %i: i32[3,2], %u: f32[3,2,4]) -> (s: f32[10,4]) {{
+  %s = scatter %b, %i, %u {{axis=0, kind={kind}}}
+  return %s
+}}"
+        );
+        let r = rule(&src, "s");
+        assert_eq!(r.notation(), "([i, j], [k, l], [k, l, j]) -> ([i, j]) {i=10, j=4, k=3, l=2} reduction={k, l} need_replication={i}", "{kind}");
+        assert_eq!(r.completion, None, "{kind}");
+    }
+}
+
 fn pir_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
@@ -240,7 +277,7 @@ fn every_op_has_a_rule_that_instantiates_or_has_none_by_design() {
                         // Reduction factors are completed, or stay unsplit by design.
                         if r.kinds.contains(&FactorKind::Reduction) && r.completion.is_none() {
                             assert!(
-                                matches!(inst.op, Opcode::ScatterAdd | Opcode::Reduce),
+                                matches!(inst.op, Opcode::ScatterAdd | Opcode::Scatter | Opcode::Reduce),
                                 "{}: {}'s reductions have no completion",
                                 path.display(),
                                 inst.op

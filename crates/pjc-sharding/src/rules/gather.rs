@@ -5,16 +5,22 @@
 //!
 //! gather: table dims other than the axis pass to the result; index dims pass
 //! to the result's index part; the table axis needs replication.
-//! scatter_add: the same read backwards — base passes to the result; index
-//! and update index-part dims are reductions (no collective completes them:
-//! the base would be added once per device); the base axis needs replication.
+//! scatter_add and scatter (every kind): the same read backwards — base
+//! passes to the result; index and update index-part dims are reductions
+//! that no collective completes, so they stay unsplit (their operands are
+//! gathered): partial scatters summed by an all_reduce would add the base
+//! once per device, `set` cannot be combined by any reduction (the last
+//! duplicate in the *global* index order wins), and even where a completion
+//! exists (max/min are idempotent; add/mul with the base on one device of the
+//! group) it would all-reduce the whole base, usually more bytes than the
+//! gathered indices and updates. The base axis needs replication.
 
 use crate::factor::FactorRule;
 use pjc_dialects::FactorKind;
 use pjc_ir::{AttrError, Attrs, TensorType};
 
-/// `scatter`: whether the op is scatter_add (operands base, indices, updates)
-/// rather than gather (operands table, indices).
+/// `scatter`: whether the op is scatter_add or scatter (operands base,
+/// indices, updates) rather than gather (operands table, indices).
 pub(super) fn rule(r: &mut FactorRule, a: &Attrs, ops: &[&TensorType], n: usize, scatter: bool) -> Result<(), AttrError> {
     use FactorKind::*;
     let axis = a.index("axis")?;
