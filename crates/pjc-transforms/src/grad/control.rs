@@ -30,14 +30,24 @@
 //! all branches' residual slots (zeros in the others'), every `bwd` branch
 //! takes them all (as JAX joins the branches' residuals).
 //!
+//! Inside a `spmd func`, a body's joint function is analysed with the
+//! variance its parameters and results have at the op (`Mode::Vjp`'s axes,
+//! from `pjc_ir::replication`: a carry varies as the loop's fixed point), so
+//! its backward pass sums each cotangent over the axes its parameter is
+//! invariant along, as a straight-line body's would; the backward op's
+//! results are then already of their operands' variance.
+//!
 //! `while` has no fixed trip count, so it has no reverse mode (as in JAX:
 //! use `scan`); its gradient is an error naming it.
 
 use super::emit::{number, Gen, R};
-use super::{name_results, propagate_active, signature, unique, Cx, Joint, Mode};
+use super::{name_results, propagate_active, signature, unique, BodyAxes, Cx, Joint, Mode};
 use crate::TransformError;
 use pjc_ir::builder::{Builder, Names};
-use pjc_ir::{AttrValue, FuncId, Function, Inst, InstData, Opcode, ResultDecl, Span, TensorType, Value, ValueDef};
+use pjc_ir::replication::Axes;
+use pjc_ir::{
+    AttrValue, FuncId, FuncKind, Function, Inst, InstData, Opcode, ResultDecl, Span, TensorType, Value, ValueDef,
+};
 use std::collections::{HashMap, HashSet};
 
 /// How the backward pass runs one rewritten `scan` or `switch`.
@@ -124,6 +134,7 @@ impl Cx<'_> {
         body: &[Inst],
         active: &HashSet<Value>,
         useful: &HashSet<Value>,
+        var: &HashMap<Value, Axes>,
     ) -> R<HashMap<Inst, ControlVjp>> {
         let mut made = HashMap::new();
         let mut names = Names::default();
@@ -135,23 +146,24 @@ impl Cx<'_> {
             {
                 continue;
             }
-            if out.kind == pjc_ir::FuncKind::Spmd {
-                return Err(TransformError {
-                    span: self.span,
-                    msg: format!(
-                        "unsupported: grad through '{}' inside a spmd func (computing %{} in @{}): differentiate the loop in a func, or unroll it",
-                        d.op,
-                        out.values[d.results[0]].name,
-                        out.name
-                    ),
-                });
-            }
             let d = d.clone();
             let act: Vec<bool> = d.operands_of_bodies().iter().map(|o| active.contains(o)).collect();
             let use_r: Vec<bool> = d.results.iter().map(|r| useful.contains(r)).collect();
+            // In a spmd func, the bodies' values vary as the op's operands and
+            // results do (a carry as the loop's result: the fixed point).
+            let axes = (out.kind == FuncKind::Spmd).then(|| {
+                let of = |v: &Value| var.get(v).cloned().unwrap_or_default();
+                let nc = match d.op {
+                    Opcode::Scan => d.attr("carries").and_then(AttrValue::as_int).unwrap_or(0) as usize,
+                    _ => 0,
+                };
+                let params = d.operands_of_bodies().iter().enumerate();
+                let params = params.map(|(k, o)| if k < nc { of(&d.results[k]) } else { of(o) }).collect();
+                BodyAxes { params, results: d.results.iter().map(of).collect() }
+            });
             let split = match d.op {
-                Opcode::Scan => self.split_scan(&d, act, &use_r)?,
-                _ => self.split_switch(&d, &act, &use_r)?,
+                Opcode::Scan => self.split_scan(&d, act, &use_r, axes)?,
+                _ => self.split_switch(&d, &act, &use_r, axes)?,
             };
             let Split { fwd, saved, mut vjp } = split;
             let first = out.values[d.results[0]].name.clone();
@@ -193,7 +205,7 @@ impl Cx<'_> {
         })
     }
 
-    fn split_scan(&mut self, d: &InstData, mut act: Vec<bool>, useful: &[bool]) -> R<Split> {
+    fn split_scan(&mut self, d: &InstData, mut act: Vec<bool>, useful: &[bool], axes: Option<BodyAxes>) -> R<Split> {
         let m = self.m;
         let gid = self.body_fn(d, 0)?;
         let g = &m.funcs[gid];
@@ -216,8 +228,8 @@ impl Cx<'_> {
         cts.extend((nc..g.results.len()).filter(|&k| useful[k] && res_act[k]));
         let invariant: Vec<bool> = (0..n).map(|k| k < nc && g.ret[k] == g.params[k]).collect();
         let direct: Vec<bool> = (0..n).map(|k| invariant[k] || k >= nc).collect();
-        let joint =
-            self.build_joint(gid, &Mode::Vjp { wrt: wrt.clone(), cts: cts.clone() }, format!("{}.vjp", g.name))?;
+        let mode = Mode::Vjp { wrt: wrt.clone(), cts: cts.clone(), axes };
+        let joint = self.build_joint(gid, &mode, format!("{}.vjp", g.name))?;
         let res = residuals(&joint, &invariant, &direct);
         let fwd = self.fresh_func(&format!("{}.fwd", g.name));
         let bwd = self.fresh_func(&format!("{}.bwd", g.name));
@@ -253,7 +265,7 @@ impl Cx<'_> {
         })
     }
 
-    fn split_switch(&mut self, d: &InstData, act: &[bool], useful: &[bool]) -> R<Split> {
+    fn split_switch(&mut self, d: &InstData, act: &[bool], useful: &[bool], axes: Option<BodyAxes>) -> R<Split> {
         let m = self.m;
         let ids: Vec<FuncId> = (0..d.callees.len()).map(|k| self.body_fn(d, k)).collect::<R<_>>()?;
         let n = act.len();
@@ -268,7 +280,7 @@ impl Cx<'_> {
         let cts: Vec<usize> = (0..nr).filter(|&k| useful[k] && res_act[k]).collect();
         let mut joints = vec![];
         for &id in &ids {
-            let mode = Mode::Vjp { wrt: wrt.clone(), cts: cts.clone() };
+            let mode = Mode::Vjp { wrt: wrt.clone(), cts: cts.clone(), axes: axes.clone() };
             let joint = self.build_joint(id, &mode, format!("{}.vjp", m.funcs[id].name))?;
             let res = residuals(&joint, &vec![false; n], &vec![true; n]);
             joints.push((joint, res));

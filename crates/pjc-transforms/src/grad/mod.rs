@@ -37,6 +37,7 @@ use crate::{FuncNames, TransformError};
 use emit::{Gen, R};
 use pjc_ir::builder::Builder;
 use pjc_ir::infer::CalleeSig;
+use pjc_ir::replication::{Axes, Replication};
 use pjc_ir::EntityRef;
 use pjc_ir::{
     FuncId, FuncKind, Function, Inst, InstData, Mesh, Module, Opcode, ResultDecl, Sharding, Span, TensorType, Value,
@@ -100,7 +101,17 @@ enum Mode {
     /// result listed in `cts` in, one cotangent per parameter listed in `wrt`
     /// out. The VJP of a `spmd func` (all float parameters and results) and
     /// the joint forward-and-backward body of a control-flow op (`control.rs`).
-    Vjp { wrt: Vec<usize>, cts: Vec<usize> },
+    /// `axes`: in a `spmd func` body, the mesh axes each parameter and each
+    /// result varies along at the call site (what a body's signature does
+    /// not say); `None`: as the signature says.
+    Vjp { wrt: Vec<usize>, cts: Vec<usize>, axes: Option<BodyAxes> },
+}
+
+/// The variance of a body's parameters and results where it is used.
+#[derive(Clone, Debug)]
+struct BodyAxes {
+    params: Vec<Axes>,
+    results: Vec<Axes>,
 }
 
 /// A generated function together with where its primal part ends: the first
@@ -187,13 +198,17 @@ impl Cx<'_> {
                 };
                 let wrt = floats(g.params.iter().map(|&p| &g.values[p].ty).collect());
                 let cts = floats(g.results.iter().map(|r| &r.ty).collect());
-                let h = self.build(cid, &Mode::Vjp { wrt, cts }, hname.clone())?;
+                let h = self.build(cid, &Mode::Vjp { wrt, cts, axes: None }, hname.clone())?;
                 self.sigs.insert(hname, signature(&h));
                 self.helpers.push(h);
             }
         }
         // Analyses of the primal.
-        let var = if spmd { pjc_ir::replication::varying_axes(&out, m) } else { HashMap::new() };
+        let var = match (spmd, mode) {
+            (false, _) => HashMap::new(),
+            (true, Mode::Vjp { axes: Some(a), .. }) => Replication::new(m).values(&out, &a.params),
+            (true, _) => pjc_ir::replication::varying_axes(&out, m),
+        };
         let n_params = f.params.len();
         let wrt: Vec<usize> = match mode {
             Mode::Grad(w) => w.clone(),
@@ -208,7 +223,7 @@ impl Cx<'_> {
             Mode::Vjp { cts, .. } => cts.iter().map(|&i| primal_ret[i]).collect(),
         };
         let useful = useful_values(&out, &primal_body, &active, &seeds);
-        let control = self.prepare_control(&mut out, &primal_body, &active, &useful)?;
+        let control = self.prepare_control(&mut out, &primal_body, &active, &useful, &var)?;
         // 2. The backward pass.
         let (ret, decls) = {
             let mut g = Gen {
@@ -241,8 +256,11 @@ impl Cx<'_> {
                         }
                         // A result split over axes it does not vary along was
                         // implicitly broadcast there: sum its cotangent back.
-                        let declared = pjc_ir::replication::sharding_axes(f.results[i].sharding.as_ref());
-                        let extra: pjc_ir::replication::Axes =
+                        let declared = match mode {
+                            Mode::Vjp { axes: Some(a), .. } => a.results[i].clone(),
+                            _ => pjc_ir::replication::sharding_axes(f.results[i].sharding.as_ref()),
+                        };
+                        let extra: Axes =
                             declared.difference(g.var.get(&v).unwrap_or(&Default::default())).cloned().collect();
                         let c = if extra.is_empty() { p } else { g.all_reduce(p, &extra, "sum", &g.ctn(v))? };
                         g.accumulate(v, c)?;
@@ -485,7 +503,9 @@ impl Gen<'_> {
                     continue;
                 }
                 let x = inst.operands[k];
-                let c = spmd::to_operand_type(self, &inst, k, c)?;
+                // A backward body already brought its cotangents to the
+                // variance of the parameters they are for.
+                let c = if inst.op.is_control() { c } else { spmd::to_operand_type(self, &inst, k, c)? };
                 // A contribution made by this rule is named after its operand.
                 let base = self.ctn(x);
                 if c.index() >= before && !self.vname(c).starts_with(&base) {
