@@ -317,3 +317,51 @@ func @main(%w: f32[3], %xs: f32[5,4,3]) -> (f32[], f32[3], f32[5,4,3]) {{
     pjc_transforms::expand(&mut full).unwrap_or_else(|e| panic!("expand: {}", e.msg));
     check_expanded(&full, &xs, &want, "expand", &src);
 }
+
+const SPMD: &str = "mesh [x=2]
+
+spmd func @step(%h: f32[4], %x: f32[4]) -> (f32[4], f32[]) {
+  %a = mul %h, %x
+  %s = reduce %a {dims=[0], kind=sum}
+  %t = all_reduce %s {axes=[x], kind=sum}
+  %c = add %h, %x
+  return %c, %t
+}
+
+spmd func @cond(%i: i32[], %n: i32[], %v: f32[4]) -> (pred[]) {
+  %p = compare %i, %n {dir=lt}
+  return %p
+}
+
+spmd func @body(%i: i32[], %n: i32[], %v: f32[4]) -> (i32[], i32[], f32[4]) {
+  %one = constant 1 : i32[]
+  %j = add %i, %one
+  %m = all_reduce %v {axes=[x], kind=max}
+  %w = add %v, %m
+  return %j, %n, %w
+}
+
+spmd func @f(%h: f32[4] on [x], %xs: f32[3,4] on [_, x], %n: i32[]) -> (f32[4] on [x], f32[3], f32[4] on [x]) {
+  %h2, %ts = scan @step(%h, %xs) {length=3, carries=1}
+  %z = constant 0 : i32[]
+  %i, %n2, %v = while @cond, @body(%z, %n, %h)
+  return %h2, %ts, %v
+}
+";
+
+#[test]
+fn control_flow_with_collectives_in_a_batched_spmd_func() {
+    // A batched shard_map (the reference: the interpreter's loop of calls),
+    // with a per-example trip count in one case.
+    cases(SPMD, "f", 2, &["[0, 1, none] -> [0, 0, 0]", "[none, 0, 0] -> [1, 1, 0]", "[1, 2, 0] -> [0, 1, 1]"]);
+    // vmap inside a spmd func (the reference: the vmap unrolled by hand).
+    let src = format!(
+        "{SPMD}
+spmd func @main(%h: f32[2,4] on [_, x], %xs: f32[3,2,4] on [_, _, x], %n: i32[2]) -> (f32[2,4] on [_, x], f32[2,3] on [x, _], f32[2,4] on [_, x]) {{
+  %a, %b, %c = vmap @f(%h, %xs, %n) {{in_dims=[0, 1, 0], out_dims=[0, 0, 0]}}
+  return %a, %b, %c
+}}
+"
+    );
+    check(&src);
+}
