@@ -464,3 +464,22 @@ spmd func @f(%h0: f64[4] on [data], %w: f64[4], %xs: f64[3,4] on [_, data]) -> (
     let (m, _) = check_grad(&wrapped, "g", &[0, 1, 2], &inits, 112);
     assert!(m.func_by_name("f.vjp").is_some());
 }
+
+#[test]
+fn second_order_through_a_scan() {
+    // The outer grad differentiates @f.grad, whose scans run @step.fwd and
+    // @step.bwd: those bodies are split in turn.
+    let src = format!(
+        "{}\nfunc @g(%h0: f64[3], %w: f64[3,3], %xs: f64[4,3], %wt: f64[4,3]) -> (f64[]) {{
+  %l, %gw = grad @f(%h0, %w, %xs, %wt) {{wrt=[1]}}
+  %sq = mul %gw, %gw
+  %s = reduce %sq {{dims=[0,1], kind=sum}}
+  return %s
+}}
+",
+        rnn(true)
+    );
+    let inits = [U(-1.0, 1.0), U(-0.8, 0.8), U(-1.0, 1.0), U(-1.0, 1.0)];
+    let (m, _) = check_grad_tol(&src, "g", &[0, 1, 2], &inits, 120, 1e-5, 1e-5);
+    assert!(m.func_by_name("step.bwd.fwd").is_some(), "{}", pjc_front::print_module(&m));
+}
