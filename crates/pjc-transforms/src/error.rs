@@ -14,7 +14,12 @@ pub struct TransformError {
 /// The one function a transform generated (`grad::generate`,
 /// `vmap::generate`), or an error naming the helpers it also made, which only
 /// the `generate_all` forms hand back.
-pub(crate) fn only_function(mut fs: Vec<Function>, span: Span, what: &str, of: &str) -> Result<Function, TransformError> {
+pub(crate) fn only_function(
+    mut fs: Vec<Function>,
+    span: Span,
+    what: &str,
+    of: &str,
+) -> Result<Function, TransformError> {
     if fs.len() > 1 {
         let names: Vec<String> = fs[1..].iter().map(|h| format!("@{}", h.name)).collect();
         return Err(TransformError {

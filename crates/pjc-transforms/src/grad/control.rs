@@ -345,7 +345,8 @@ impl Cx<'_> {
         f.body.truncate(joint.primal_len);
         f.params.truncate(joint.n_params);
         let mut ret = joint.primal_ret.clone();
-        let mut decls: Vec<ResultDecl> = g.results.iter().map(|r| ResultDecl { span: Span::NONE, ..r.clone() }).collect();
+        let mut decls: Vec<ResultDecl> =
+            g.results.iter().map(|r| ResultDecl { span: Span::NONE, ..r.clone() }).collect();
         {
             let mut b = Builder::new(&mut f, &self.mesh, &self.sigs);
             for e in extra {
@@ -462,7 +463,8 @@ fn residuals(joint: &Joint, invariant: &[bool], direct: &[bool]) -> Residuals {
     let f = &joint.f;
     let (primal, back) = f.body.split_at(joint.primal_len);
     let params = &f.params[..joint.n_params];
-    let mut variant: HashSet<Value> = params.iter().enumerate().filter(|(k, _)| !invariant[*k]).map(|(_, &p)| p).collect();
+    let mut variant: HashSet<Value> =
+        params.iter().enumerate().filter(|(k, _)| !invariant[*k]).map(|(_, &p)| p).collect();
     let mut primal_values: HashSet<Value> = params.iter().copied().collect();
     for &i in primal {
         let d = &f.insts[i];
@@ -517,7 +519,13 @@ fn residuals(joint: &Joint, invariant: &[bool], direct: &[bool]) -> Residuals {
 
 /// The backward pass of a `scan`, `switch` or `while`: contributions to its
 /// operands given the cotangents of its results.
-pub(super) fn vjp(g: &mut Gen, i: Inst, inst: &InstData, cts: &[Option<Value>], want: &[bool]) -> R<Vec<Option<Value>>> {
+pub(super) fn vjp(
+    g: &mut Gen,
+    i: Inst,
+    inst: &InstData,
+    cts: &[Option<Value>],
+    want: &[bool],
+) -> R<Vec<Option<Value>>> {
     let mut out: Vec<Option<Value>> = vec![None; inst.operands.len()];
     if !want.iter().any(|&w| w) {
         return Ok(out);
@@ -526,7 +534,8 @@ pub(super) fn vjp(g: &mut Gen, i: Inst, inst: &InstData, cts: &[Option<Value>], 
         return Err(TransformError {
             span: g.span,
             msg: format!(
-                "unsupported: grad through 'while' is not defined: use scan, whose trip count is fixed (computing %{} in @{})",
+                "unsupported: grad through 'while' is not defined: use scan, whose trip count is fixed \
+                 (computing %{} in @{})",
                 g.cur, g.fname
             ),
         });

@@ -1,9 +1,9 @@
 //! Transpose (VJP) rules for the ops of spec section 7 that are neither
 //! contractions nor windows: elementwise math, data movement, reductions,
-//! gather and scatter, sort and top_k. Each rule gets the cotangent of the result and returns
-//! one contribution per operand (`None`: no gradient, or not wanted). The
-//! rules follow JAX's (`jax/_src/lax/lax.py`, `slicing.py`) so that gradients
-//! agree with `jax.value_and_grad`, including at ties.
+//! gather and scatter, sort and top_k. Each rule gets the cotangent of the
+//! result and returns one contribution per operand (`None`: no gradient, or
+//! not wanted). The rules follow JAX's (`jax/_src/lax/lax.py`, `slicing.py`)
+//! so that gradients agree with `jax.value_and_grad`, including at ties.
 
 use super::emit::{exclusive_prod, us, Gen, R};
 use super::{linalg, spmd};
@@ -582,7 +582,8 @@ fn winners(g: &mut Gen, inst: &InstData, c: Value) -> R<Value> {
         return Ok(c);
     }
     let d = if count <= i32::MAX as u64 { DType::I32 } else { DType::I64 };
-    let flat = g.emit(Iota, &[], vec![("dim", AttrValue::Int(0))], Some(TensorType::new(d, vec![count])), &g.tmp("id"))?;
+    let ids_t = TensorType::new(d, vec![count]);
+    let flat = g.emit(Iota, &[], vec![("dim", AttrValue::Int(0))], Some(ids_t), &g.tmp("id"))?;
     let ids = g.reshape(flat, &it.shape, &g.tmp("id"))?;
     let ut = g.ty(upd);
     let dims: Vec<usize> = (axis as usize..axis as usize + it.rank()).collect();

@@ -191,7 +191,8 @@ impl<'m> Batcher<'_, 'm> {
             let attrs = vec![("dims", AttrValue::int_list(&[0])), ("kind", AttrValue::Ident("or".into()))];
             cx.emit(Opcode::Reduce, &[p], attrs, None, "any")?
         };
-        finish(&mut cf, vec![any], vec![ResultDecl { name: None, ty: TensorType::scalar(DType::Pred), sharding: None, span: Span::NONE }]);
+        let decl = ResultDecl { name: None, ty: TensorType::scalar(DType::Pred), sharding: None, span: Span::NONE };
+        finish(&mut cf, vec![any], vec![decl]);
         self.sh.add(cf);
         let bname = self.sh.fresh_func(&format!("{}.vmap", body.name));
         let (mut bf, args) = self.sh.new_function(body, &bname, &in_dims);
