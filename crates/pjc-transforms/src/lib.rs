@@ -10,6 +10,7 @@
 
 mod error;
 pub mod grad;
+mod names;
 pub use grad::inline_calls;
 pub mod simplify;
 pub mod vmap;
@@ -17,7 +18,7 @@ pub mod vmap;
 pub use error::TransformError;
 
 use pjc_ir::{FuncId, Module, Opcode};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// Functions in an order where every callee comes before its callers
 /// (the verifier has rejected call cycles).
@@ -42,32 +43,6 @@ pub fn callees_first(m: &Module) -> Vec<FuncId> {
         visit(m, id, &mut seen, &mut out);
     }
     out
-}
-
-/// The names of the functions one transform generates: new names, unused in
-/// the module and by the functions generated so far.
-#[derive(Default)]
-pub(crate) struct FuncNames {
-    taken: HashSet<String>,
-}
-
-impl FuncNames {
-    /// `base`, else `base.1`, `base.2`, ...: the first name free in `m` and here.
-    pub fn fresh(&mut self, m: &Module, base: &str) -> String {
-        let mut name = base.to_string();
-        let mut k = 1;
-        while m.func_by_name(&name).is_some() || self.taken.contains(&name) {
-            name = format!("{base}.{k}");
-            k += 1;
-        }
-        self.taken.insert(name.clone());
-        name
-    }
-
-    /// Frees a name (of a function dropped again).
-    pub fn release(&mut self, name: &str) {
-        self.taken.remove(name);
-    }
 }
 
 /// Replaces every `grad` and `vmap` in the module by a call of a generated

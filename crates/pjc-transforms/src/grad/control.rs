@@ -8,9 +8,9 @@
 //! - `@b.bwd` takes the residuals and the cotangents of the body's results
 //!   and returns the cotangents of the body's differentiated parameters.
 //!
-//! [`Cx::prepare_control`] rewrites the primal op in place to run the `fwd`
+//! `Cx::prepare_control` rewrites the primal op in place to run the `fwd`
 //! bodies (its extra results are the residuals; `scan` stacks them along
-//! dimension 0, one per iteration), and [`vjp`] runs the op again over the
+//! dimension 0, one per iteration), and `Gen::control_vjp` runs the op again over the
 //! `bwd` bodies in the backward pass: `scan` with `reverse` flipped over the
 //! same length, the cotangents of the carries as its carries and the
 //! residuals, the cotangents of the stacked outputs and the scanned operands
@@ -40,7 +40,7 @@
 //! `while` has no fixed trip count, so it has no reverse mode (as in JAX:
 //! use `scan`); its gradient is an error naming it.
 
-use super::emit::{number, Gen, R};
+use super::emit::{number, ControlVjp, Gen, R};
 use super::{name_results, propagate_active, signature, unique, BodyAxes, Cx, Joint, Mode};
 use crate::TransformError;
 use pjc_ir::builder::{Builder, Names};
@@ -49,24 +49,6 @@ use pjc_ir::{
     AttrValue, FuncId, FuncKind, Function, Inst, InstData, Opcode, ResultDecl, Span, TensorType, Value, ValueDef,
 };
 use std::collections::{HashMap, HashSet};
-
-/// How the backward pass runs one rewritten `scan` or `switch`.
-#[derive(Clone, Debug)]
-pub(super) struct ControlVjp {
-    /// The backward bodies: one for `scan`, one per branch for `switch`.
-    bwd: Vec<String>,
-    /// The results whose cotangents the backward op takes, in order.
-    ct_results: Vec<usize>,
-    /// The residuals: the extra results of the rewritten primal op.
-    saved: Vec<Value>,
-    /// The bodies' parameter positions whose primal values the backward op
-    /// takes again (`scan`: loop-invariant carries, then scanned operands).
-    direct: Vec<usize>,
-    /// The bodies' parameter positions that get cotangents, in the order of
-    /// the backward op's results (for `scan`, after the carried-through
-    /// invariant carries).
-    wrt: Vec<usize>,
-}
 
 /// One body's split: the names of the generated functions, where each
 /// residual comes from, and how to run the backward.
@@ -517,15 +499,21 @@ fn residuals(joint: &Joint, invariant: &[bool], direct: &[bool]) -> Residuals {
     Residuals { saved, direct, recompute: primal.iter().copied().filter(|i| marked.contains(i)).collect() }
 }
 
-/// The backward pass of a `scan`, `switch` or `while`: contributions to its
-/// operands given the cotangents of its results.
-pub(super) fn vjp(
-    g: &mut Gen,
-    i: Inst,
-    inst: &InstData,
-    cts: &[Option<Value>],
-    want: &[bool],
-) -> R<Vec<Option<Value>>> {
+impl Gen<'_> {
+    /// The backward pass of a `scan`, `switch` or `while`: contributions to
+    /// its operands given the cotangents of its results.
+    pub(super) fn control_vjp(
+        &mut self,
+        i: Inst,
+        inst: &InstData,
+        cts: &[Option<Value>],
+        want: &[bool],
+    ) -> R<Vec<Option<Value>>> {
+        control_vjp(self, i, inst, cts, want)
+    }
+}
+
+fn control_vjp(g: &mut Gen, i: Inst, inst: &InstData, cts: &[Option<Value>], want: &[bool]) -> R<Vec<Option<Value>>> {
     let mut out: Vec<Option<Value>> = vec![None; inst.operands.len()];
     if !want.iter().any(|&w| w) {
         return Ok(out);

@@ -37,8 +37,26 @@ pub(super) struct Gen<'a> {
     /// temporaries are named after it.
     pub cur: String,
     /// How to run the backward of each primal `scan` and `switch` that
-    /// `Cx::prepare_control` rewrote.
-    pub control: HashMap<Inst, super::control::ControlVjp>,
+    /// `Cx::prepare_control` (`control.rs`) rewrote.
+    pub control: HashMap<Inst, ControlVjp>,
+}
+
+/// How the backward pass runs one rewritten `scan` or `switch`.
+#[derive(Clone, Debug)]
+pub(super) struct ControlVjp {
+    /// The backward bodies: one for `scan`, one per branch for `switch`.
+    pub bwd: Vec<String>,
+    /// The results whose cotangents the backward op takes, in order.
+    pub ct_results: Vec<usize>,
+    /// The residuals: the extra results of the rewritten primal op.
+    pub saved: Vec<Value>,
+    /// The bodies' parameter positions whose primal values the backward op
+    /// takes again (`scan`: loop-invariant carries, then scanned operands).
+    pub direct: Vec<usize>,
+    /// The bodies' parameter positions that get cotangents, in the order of
+    /// the backward op's results (for `scan`, after the carried-through
+    /// invariant carries).
+    pub wrt: Vec<usize>,
 }
 
 pub(super) fn ints(v: &[i64]) -> AttrValue {

@@ -33,7 +33,8 @@ mod linalg;
 mod rules;
 mod spmd;
 
-use crate::{FuncNames, TransformError};
+use crate::names::FuncNames;
+use crate::TransformError;
 use emit::{Gen, R};
 use pjc_ir::builder::Builder;
 use pjc_ir::infer::CalleeSig;
@@ -492,7 +493,7 @@ impl Gen<'_> {
             let before = self.b.func.values.len();
             let contribs = match (inst.op, cts[0]) {
                 (Opcode::Call, _) => self.call_vjp(&inst, &cts, &want)?,
-                (Opcode::Scan | Opcode::Switch | Opcode::While, _) => control::vjp(self, i, &inst, &cts, &want)?,
+                (Opcode::Scan | Opcode::Switch | Opcode::While, _) => self.control_vjp(i, &inst, &cts, &want)?,
                 (Opcode::Sort, _) => rules::sort(self, &inst, &cts, &want)?,
                 (_, Some(c)) => rules::vjp(self, &inst, c, &want)?,
                 (_, None) => continue,

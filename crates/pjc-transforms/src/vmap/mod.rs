@@ -41,7 +41,8 @@ mod control;
 mod emit;
 mod rules;
 
-use crate::{FuncNames, TransformError};
+use crate::names::FuncNames;
+use crate::TransformError;
 use pjc_ir::builder::{signatures, Builder, Names};
 use pjc_ir::infer::CalleeSig;
 use pjc_ir::{
