@@ -63,16 +63,22 @@ def function(b, eqn, base, types, emit):
 class _Carries:
     """The carried values of a PIR loop: the distinct closed-over values (each once),
     then the loop's own carries; a stand-in `i32[]` when the loop would have no operand
-    at all (PIR's `while` and `scan` need one).
+    at all (PIR's `while` and `scan` need one). A closed-over constant filled with one
+    value (JAX hoists `jnp.where(m, x, 0.0)`'s zeros out of the body) is not carried:
+    the body makes its own.
 
     groups: one list of Vals per jaxpr that closes over values (a while loop's cond and
     body); `own`: the JAX loop's carries; `scanned`: its other operands (a scan's xs)."""
 
     def __init__(self, b, groups, own, scanned=()):
-        self.extra, self.where = [], []
+        self.extra, self.where, self.filled = [], [], {}
         for g in groups:
             idx = []
             for v in g:
+                if v.name in b._scalar_of:
+                    self.filled[v.name] = b._scalar_of[v.name]
+                    idx.append(v)
+                    continue
                 k = next((i for i, e in enumerate(self.extra) if e.name == v.name), None)
                 if k is None:
                     k = len(self.extra)
@@ -91,11 +97,13 @@ class _Carries:
         """How many leading results and body parameters are not the JAX loop's."""
         return len(self.extra) + len(self.dummy)
 
-    def split(self, params, group):
+    def split(self, sub, params, group):
         """(the parameters to return unchanged, the closed-over values of `group` in the
         jaxpr's order, the parameters standing for the loop's own carries and beyond)."""
         fixed = params[:self.skip]
-        return fixed, [fixed[k] for k in self.where[group]], params[self.skip:]
+        consts = [fixed[k] if isinstance(k, int) else sub.const(*self.filled[k.name], k.shape)
+                  for k in self.where[group]]
+        return fixed, consts, params[self.skip:]
 
 
 def _types(vals):
@@ -121,7 +129,7 @@ def _scan(b, eqn, ins):
     slices = [(x.dtype, x.shape[1:]) for x in xs]
 
     def emit(sub, params):
-        fixed, cvals, rest = c.split(params, 0)
+        fixed, cvals, rest = c.split(sub, params, 0)
         outs = sub.run_jaxpr(closed.jaxpr, closed.consts, cvals + rest)
         _check_types(eqn, outs[:nk], _types(own), "scan body")
         return fixed + outs
@@ -151,7 +159,7 @@ def _while(b, eqn, ins):
     pshape = tuple(cj.jaxpr.outvars[0].aval.shape)
 
     def predicate(sub, params):
-        _, cvals, rest = c.split(params, 0)
+        _, cvals, rest = c.split(sub, params, 0)
         return sub.run_jaxpr(cj.jaxpr, cj.consts, cvals + rest)[0]
 
     def emit_cond(sub, params):
@@ -161,7 +169,7 @@ def _while(b, eqn, ins):
         return [pred]
 
     def emit_body(sub, params):
-        fixed, cvals, rest = c.split(params, 1)
+        fixed, cvals, rest = c.split(sub, params, 1)
         outs = sub.run_jaxpr(bj.jaxpr, bj.consts, cvals + rest)
         _check_types(eqn, outs, _types(c.own), "while body")
         if pshape:

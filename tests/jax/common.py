@@ -62,6 +62,40 @@ def pjc_eval(pir: str, inputs: dict, workdir=None) -> dict:
     return jax2pir.safetensors.read(d / "out.safetensors")
 
 
+def compile_or_skip(pir_path, exe):
+    """`pjc compile`, or a Skip while the compiler reports the program's ops unsupported
+    (so a compiled test starts running by itself once the compile path handles them)."""
+    p = subprocess.run([str(PJC), "compile", str(pir_path), "-o", str(exe)], capture_output=True, text=True)
+    if p.returncode != 0 and "unsupported" in p.stderr.lower():
+        first = p.stderr.strip().splitlines()[0] if p.stderr.strip() else ""
+        raise Skip(f"pjc compile cannot compile {Path(pir_path).name} yet: {first}")
+    if p.returncode != 0:
+        raise AssertionError(f"pjc compile {pir_path} failed ({p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+
+
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_btl": "self,vader", "OMPI_MCA_pml": "ob1"}
+
+
+def pjc_compiled(pir: str, inputs: dict, nproc=1, workdir=None, timeout=120) -> dict:
+    """Like pjc_eval, through `pjc compile` and the executable (under mpirun when
+    nproc > 1); the small test programs finish in seconds, so a run past `timeout`
+    seconds (a loop that does not end) fails."""
+    d = Path(workdir or tempfile.mkdtemp(prefix="jax2pir-"))
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "prog.pir").write_text(pir)
+    compile_or_skip(d / "prog.pir", d / "prog.bin")
+    jax2pir.safetensors.write(d / "in.safetensors", inputs)
+    cmd = [d / "prog.bin", "--inputs", d / "in.safetensors", "--device", "cpu", "--output", d / "out.safetensors"]
+    if nproc > 1:
+        cmd = ["mpirun", "--oversubscribe", "-np", str(nproc)] + cmd
+    try:
+        run(cmd, env={**os.environ, **MPI_ENV}, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"{' '.join(map(str, cmd))} did not finish in {timeout} s") from None
+    return jax2pir.safetensors.read(d / "out.safetensors")
+
+
 def rel_err(got, want):
     got = np.asarray(got, np.float64)
     want = np.asarray(want, np.float64)
@@ -79,11 +113,12 @@ def rel_err(got, want):
     return float(np.max(diff) / scale)
 
 
-def agree(fn, args, rtol=1e-5, **kw):
-    """Export fn, evaluate it with pjc eval, compare every result with JAX's; returns max error."""
+def agree(fn, args, rtol=1e-5, nproc=None, **kw):
+    """Export fn, evaluate it with pjc eval (or, with `nproc`, compile it and run it on
+    that many processes), compare every result with JAX's; returns max error."""
     pir = jax2pir.export(fn, *args, **kw)
     inputs = jax2pir.param_dict(fn, *args, param_names=kw.get("param_names"))
-    got = pjc_eval(pir, inputs)
+    got = pjc_eval(pir, inputs) if nproc is None else pjc_compiled(pir, inputs, nproc)
     # A typed PRNG key result is exported as its u32 key data.
     want = [jax2pir._export.leaf_array(w) for w in jax.tree_util.tree_leaves(fn(*args))]
     names = result_names(pir)

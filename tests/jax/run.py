@@ -61,6 +61,52 @@ def _primitive_tests():
 
 _primitive_tests()
 
+# Version 2 cases compiled by `pjc compile` and run as an executable (skipped while the
+# compiler reports their ops unsupported).
+COMPILED_V2 = ["scan", "scan_forms", "fori_loop_dynamic", "while_loop", "cond_true", "switch",
+               "nested_control_flow", "sort", "top_k", "grad_sort_top_k", "scatter"]
+
+
+def _compiled_tests():
+    import primitives
+
+    cases = {c[0]: c for c in primitives.CASES_V2}
+    for name in COMPILED_V2:
+        _, fn, args, tol = cases[name]
+
+        # Exact cases stay exact; float ones get the spec's compiled-vs-eval allowance
+        # for reassociation (1e-5) on top of the case's own tolerance.
+        tol = tol and max(tol, 1e-5)
+
+        def t(fn=fn, args=args, tol=tol):
+            return f"max error {common.agree(fn, args, rtol=tol, nproc=1):.2e} (rtol {tol})"
+        t.__name__ = f"compiled_{name}"
+        TESTS.append(t)
+
+
+_compiled_tests()
+
+
+@test
+def compiled_data_parallel_control_flow():
+    """A batch-split program with control flow compiled for 2 processes: a scan over
+    stacked weights that closes over a batch-split value, a cond on a replicated
+    predicate, a sort and a scatter along unsplit dimensions."""
+    from jax.sharding import PartitionSpec as P
+
+    def step(x, w, i):
+        m = jnp.sin(x)
+        h, ys = jax.lax.scan(lambda h, wl: (jnp.tanh(h @ wl) * m, jnp.sum(h, axis=1)), x, w)
+        h = jax.lax.cond(jnp.sum(w) > 0, lambda v: v * 2.0, jnp.cos, h)
+        return jnp.sort(h, axis=1), ys, h.at[:, i].add(1.0)
+
+    x = jnp.asarray(np.random.default_rng(8).standard_normal((8, 6)), jnp.float32)
+    w = jnp.asarray(np.random.default_rng(9).standard_normal((3, 6, 6)) * 0.4, jnp.float32)
+    i = jnp.array([0, 3, 3], jnp.int32)
+    err = common.agree(step, (x, w, i), rtol=1e-5, nproc=2, mesh={"data": 2},
+                       in_shardings=(P("data"), None, None), out_shardings=(P("data"), P(None, "data"), P("data")))
+    return f"2 processes, max error {err:.2e}"
+
 
 @test
 def random_x64():

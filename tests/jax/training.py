@@ -16,10 +16,7 @@ import jax
 import numpy as np
 
 import jax2pir
-from common import PJC, ROOT, rel_err
-
-MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-           "OMPI_MCA_btl": "self,vader", "OMPI_MCA_pml": "ob1"}
+from common import MPI_ENV, ROOT, compile_or_skip, rel_err
 
 
 def load_example(name):
@@ -93,19 +90,6 @@ def eval_train(work, pir_path, inputs, data_arrays, batch, steps):
         losses.append(float(out["loss"]))
         state.update({n: v for n, v in out.items() if n in state})
     return losses, state, time.time() - t
-
-
-def compile_or_skip(pir_path, exe):
-    """`pjc compile`, or a Skip while the compiler reports the program's ops unsupported
-    (so a compiled test starts running by itself once the compile path handles them)."""
-    from common import Skip
-
-    p = subprocess.run([str(PJC), "compile", str(pir_path), "-o", str(exe)], capture_output=True, text=True)
-    if p.returncode != 0 and "unsupported" in p.stderr.lower():
-        first = p.stderr.strip().splitlines()[0] if p.stderr.strip() else ""
-        raise Skip(f"pjc compile cannot compile {Path(pir_path).name} yet: {first}")
-    if p.returncode != 0:
-        raise AssertionError(f"pjc compile {pir_path} failed ({p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
 
 
 def compare_params(got, want_tree, prefix_tree_names, atol=None, rtol=None):
