@@ -253,6 +253,26 @@ fn sort_top_k_and_scatter_device_kernels_match_the_interpreter() {
         &mut failures,
     );
     // Float products reassociate (the spec's tolerance).
+    // NaN payloads (signalling ones too), both signs of NaN and of zero move
+    // bit for bit through sort, top_k and scatter set.
+    let bits32: Vec<u32> = vec![0x7fa0_0001, 0x8000_0000, 0x3f80_0000, 0xffc0_0000, 0x0000_0000, 0x7f80_0001, 0xbf80_0000, 0x7fc0_1234];
+    let bits16: Vec<u16> = vec![0xff81, 0x8000, 0x3f80, 0x7fc1, 0x0000, 0x7f81, 0xbf80, 0xffc0];
+    let f = Tensor::new(vec![2, 4], pjc_tensor::buf_from_le_bytes(DType::F32, &bits32.iter().flat_map(|b| b.to_le_bytes()).collect::<Vec<_>>()).unwrap());
+    let h = Tensor::new(vec![2, 4], pjc_tensor::buf_from_le_bytes(DType::BF16, &bits16.iter().flat_map(|b| b.to_le_bytes()).collect::<Vec<_>>()).unwrap());
+    check_with(
+        "nan_payloads",
+        "func @main(%f: f32[2,4], %h: bf16[2,4], %i: i32[4], %g: f32[2,4], %k: bf16[2,4]) -> (a: f32[2,4], b: bf16[2,4], c: bf16[2,4], t: f32[2,3], ti: i32[2,3], s: f32[2,4], sh: bf16[2,4]) {
+  %a = sort %f {dim=1}
+  %b, %c = sort %h, %h {dim=0, descending=true}
+  %t, %ti = top_k %f {k=3}
+  %s = scatter %f, %i, %g {axis=1, kind=set}
+  %sh = scatter %h, %i, %k {axis=1, kind=set}
+  return %a, %b, %c, %t, %ti, %s, %sh
+}",
+        &[f.clone(), h.clone(), ints(DType::I32, &[4], &[3, 0, 3, 9]), pjc_tensor::reverse(&f, &[1]).unwrap(), pjc_tensor::reverse(&h, &[0, 1]).unwrap()],
+        true,
+        &mut failures,
+    );
     check(
         "scatter_mul",
         common::ranked::SCATTER_MUL,

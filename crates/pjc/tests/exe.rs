@@ -439,6 +439,37 @@ fn megatron_mlp_and_data_parallel_grad_step() {
     run_all(&cases, true);
 }
 
+/// sort, top_k and scatter set/max/min move or pick elements, so every
+/// process count must give the interpreter's bits: sorts along split
+/// dimensions (gathered) and along unsplit ones, top_k over a split last
+/// dimension, scatters into a split base with split (gathered) indices and
+/// duplicates, and the same bits on a second run.
+const SORT_SCATTER: &str = "mesh [data=2, model=2]
+
+func @main(%k: f32[8,12] on [data, model], %w: f32[8,12] on [data, _], %v: i32[8,12] on [_, model], %b: f32[10,12] on [_, model], %i: i32[8] on [data], %u: f32[8,12] on [data, model])
+    -> (a: f32[8,12], ai: i32[8,12], c: f32[8,12] on [_, model], cv: i32[8,12] on [_, model], d: f32[8,12] on [data, _],
+        t: f32[8,5] on [data, _], ti: i32[8,5] on [data, _], s: f32[10,12], x: f32[10,12] on [_, model], n: f32[10,12]) {
+  %io = iota {dim=1} : i32[8,12]
+  %a, %ai = sort %k, %io {dim=1, descending=true}
+  %c, %cv = sort %k, %v {dim=0, num_keys=2}
+  %d = sort %w {dim=1}
+  %t, %ti = top_k %k {k=5}
+  %s = scatter %b, %i, %u {axis=0, kind=set}
+  %x = scatter %b, %i, %u {axis=0, kind=max}
+  %n = scatter %b, %i, %u {axis=0, kind=min}
+  return %a, %ai, %c, %cv, %d, %t, %ti, %s, %x, %n
+}";
+
+#[test]
+fn sort_top_k_and_scatter_match_eval_bit_for_bit() {
+    let mut cases = variants("sort_scatter", SORT_SCATTER);
+    assert_eq!(cases.len(), 4, "meshes [1,1], [1,2], [2,1], [2,2]");
+    for c in &mut cases {
+        c.exact = true;
+    }
+    run_all(&cases, true);
+}
+
 #[test]
 fn partition_test_programs() {
     let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join("tests/partition"))

@@ -8,14 +8,16 @@
 //!   accumulate in at least f32, integers wrap, max/min propagate NaN.
 //! - `set`: kernel 1 takes, per base element, the largest row-major position
 //!   in the index array of an update landing there (-1 for none), kernel 2
-//!   writes that update, or the base element where none landed: the last
-//!   duplicate wins, whatever the device or process count.
+//!   writes that update, or the base element where none landed, bit for bit
+//!   (floats move as unsigned integers of their width): the last duplicate
+//!   wins, whatever the device or process count.
 //!
 //! Out-of-range indices match no base element, so their updates are dropped
 //! (shapes are never empty, so there is always an update to reduce over).
 //! Each output element reads every update: O(|base| · |idx|) work, correct
 //! and deterministic, not fast.
 
+use super::sort::bits_view;
 use super::{accumulator, Body, Built, PlanError, Planner};
 use pjc_ir::{DType, InstData, TensorType};
 use pjc_plan::kernel::{compute_type, BufferArg, CmpDir, Kernel, Node, NodeId, ReduceKind, Reduction};
@@ -38,15 +40,22 @@ impl<'a> Planner<'a> {
                 let pick = b.push(Node::Select { cond: hit, a: r, b: none }, DType::I64);
                 Ok((pick, Some(Reduction { shape: vec![ni], kind: ReduceKind::Max, acc: DType::I64 })))
             })?;
-            let shape = ty.shape.clone();
+            // The element moves bit for bit: loads and the store view floats
+            // as unsigned integers of their width.
+            let view = bits_view(ty.dtype);
+            let (shape, ushape) = (ty.shape.clone(), self.ty_of(inst.operands[2]).shape);
+            let (base, upd) = (self.buffer_of[&inst.operands[0]], self.buffer_of[&inst.operands[2]]);
+            let out = BufferArg { dtype: view, ..out };
             let k2 = self.build(name, &ty.shape, out, v, |b, c| {
                 let lin = b.linear(c, &shape);
                 let w = b.load_buffer(winner, DType::I64, lin);
-                let uv = b.update_at(inst, c, w)?;
-                let basev = b.value(inst.operands[0], c)?;
+                let uc = b.update_coords(inst, c, w)?;
+                let ulin = b.linear(&uc, &ushape);
+                let uv = b.load_buffer(upd, view, ulin);
+                let basev = b.load_buffer(base, view, lin);
                 let zero = b.int(0);
                 let landed = b.push(Node::Compare { dir: CmpDir::Ge, a: w, b: zero }, DType::Pred);
-                Ok((b.push(Node::Select { cond: landed, a: uv, b: basev }, compute_type(ty.dtype)), None))
+                Ok((b.push(Node::Select { cond: landed, a: uv, b: basev }, view), None))
             })?;
             return Ok(vec![k1, k2]);
         };
@@ -70,27 +79,30 @@ impl<'a> Body<'a> {
         let axis = self.attrs(inst).index("axis")?;
         let r = self.push(Node::Coord(out.len()), DType::I64);
         let rc = self.clamp(r, 0, it.num_elements() as i128 - 1);
-        let ic = self.delinearize(rc, &it.shape);
-        let raw = self.value(idx, &ic)?;
+        let uc = self.updates_at(out, axis, rc, &it.shape);
+        let raw = self.value(idx, &uc[axis..axis + it.rank()])?;
         let j = self.push(Node::Convert { x: raw, to: DType::I64 }, DType::I64);
         let hit = self.push(Node::Compare { dir: CmpDir::Eq, a: j, b: out[axis] }, DType::Pred);
-        let mut uc = out[..axis].to_vec();
-        uc.extend_from_slice(&ic);
-        uc.extend_from_slice(&out[axis + 1..]);
         Ok((r, uc, hit))
     }
 
-    /// Update number `w` (row-major in the index array, clamped into range)
-    /// that would land at output coordinates `out`.
-    fn update_at(&mut self, inst: &InstData, out: &[NodeId], w: NodeId) -> Result<NodeId, PlanError> {
+    /// The coordinates in `%updates` of update number `w` (row-major in the
+    /// index array, clamped into range) landing at output coordinates `out`.
+    fn update_coords(&mut self, inst: &InstData, out: &[NodeId], w: NodeId) -> Result<Vec<NodeId>, PlanError> {
         let it = self.ty(inst.operands[1]).clone();
         let axis = self.attrs(inst).index("axis")?;
         let wc = self.clamp(w, 0, it.num_elements() as i128 - 1);
-        let ic = self.delinearize(wc, &it.shape);
+        Ok(self.updates_at(out, axis, wc, &it.shape))
+    }
+
+    /// Coordinates in `%updates` of the update at (clamped) position `r` of
+    /// the index array (of shape `ishape`) for output coordinates `out`.
+    fn updates_at(&mut self, out: &[NodeId], axis: usize, r: NodeId, ishape: &[u64]) -> Vec<NodeId> {
+        let ic = self.delinearize(r, ishape);
         let mut uc = out[..axis].to_vec();
         uc.extend_from_slice(&ic);
         uc.extend_from_slice(&out[axis + 1..]);
-        self.value(inst.operands[2], &uc)
+        uc
     }
 
     /// `scatter` of a combining kind as, per output element, the reduction

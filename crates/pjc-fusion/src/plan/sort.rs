@@ -25,7 +25,7 @@ use pjc_plan::kernel::{BufferArg, CmpDir, IndexOp, Kernel, Node, NodeId, ReduceK
 
 /// The dtype a gather kernel moves elements of `d` as: floats as the
 /// unsigned integer of their width (bit for bit), others as themselves.
-fn bits_view(d: DType) -> DType {
+pub(super) fn bits_view(d: DType) -> DType {
     match d {
         DType::F16 | DType::BF16 => DType::U16,
         DType::F32 => DType::U32,
