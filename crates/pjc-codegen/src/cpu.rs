@@ -463,10 +463,8 @@ pub fn build_module<'ctx>(
     let module = cx.create_module(&plan.name);
     module.set_triple(&TargetTriple::create(TRIPLE));
     module.set_data_layout(&tm.get_target_data().get_data_layout());
-    for step in &plan.steps {
-        if let Step::Kernel(k) = step {
-            build_kernel(cx, &module, k, cpu);
-        }
+    for k in plan.kernels() {
+        build_kernel(cx, &module, k, cpu);
     }
     keep_vector_variants(cx, &module);
     module.verify().map_err(|e| {
@@ -555,7 +553,7 @@ pub use pjc_host::{default_threads, run_kernel_threads, Buffers, HostBuf, Kernel
 /// and the engine alive as long as the function pointers are used.
 pub struct JitPlan {
     plan: Plan,
-    /// Per step, the kernel's entry point (None for library steps and collectives).
+    /// Per step in pre-order, the kernel's entry point (None for other steps).
     fns: Vec<Option<KernelFn>>,
     // Drop order: the module handle, then the engine, then the context.
     _module: Module<'static>,
@@ -578,7 +576,9 @@ impl JitPlan {
             .create_jit_execution_engine(OptimizationLevel::Aggressive)
             .map_err(|e| CodegenError::Llvm(format!("cannot create the JIT: {}", e.to_string())))?;
         let mut fns = vec![];
-        for step in &plan.steps {
+        // Per step in pre-order (the blocks of control steps included): what
+        // `pjc_host::run_steps` indexes.
+        for step in pjc_plan::control::preorder(&plan.steps) {
             fns.push(match step {
                 Step::Kernel(k) => {
                     let addr = engine.get_function_address(&k.name).map_err(|e| {

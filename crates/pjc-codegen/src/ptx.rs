@@ -64,7 +64,7 @@ use inkwell::values::{
 };
 use inkwell::{AddressSpace, IntPredicate, OptimizationLevel};
 use pjc_plan::kernel::{compute_type, IndexOp, Kernel, Node, NodeId};
-use pjc_plan::{Plan, Step};
+use pjc_plan::Plan;
 use pjc_ir::DType;
 use std::path::PathBuf;
 
@@ -839,10 +839,8 @@ fn build_module<'ctx>(
         cx.i32_type().const_zero(),
     );
     let mut kernels = vec![];
-    for step in &plan.steps {
-        if let Step::Kernel(k) = step {
-            kernels.push(build_kernel(cx, &module, k));
-        }
+    for k in plan.kernels() {
+        kernels.push(build_kernel(cx, &module, k));
     }
     module.verify().map_err(|e| {
         CodegenError::Llvm(format!(
@@ -911,23 +909,15 @@ pub fn compile_ptx(plan: &Plan, arch: &str) -> Result<PtxModule, CodegenError> {
     let ptx = String::from_utf8_lossy(buf.as_slice())
         .trim_end_matches('\0')
         .to_string();
+    // In the CUDA view's kernel order: pre-order, blocks of control steps included.
     let kernels = plan
-        .steps
-        .iter()
-        .filter_map(|s| match s {
-            Step::Kernel(k) => Some(PtxKernel {
-                name: k.name.clone(),
-                points: k.num_elements(),
-                required_block: k.reduce.as_ref().map(|_| REDUCE_BLOCK),
-                buffers: k
-                    .inputs
-                    .iter()
-                    .chain(&k.outputs)
-                    .map(|b| b.buffer)
-                    .collect(),
-                vector_width: vector_width(k),
-            }),
-            _ => None,
+        .kernels()
+        .map(|k| PtxKernel {
+            name: k.name.clone(),
+            points: k.num_elements(),
+            required_block: k.reduce.as_ref().map(|_| REDUCE_BLOCK),
+            buffers: k.inputs.iter().chain(&k.outputs).map(|b| b.buffer).collect(),
+            vector_width: vector_width(k),
         })
         .collect();
     Ok(PtxModule {

@@ -8,4 +8,4 @@ pub mod memory;
 pub mod plan;
 
 pub use memory::plan_memory;
-pub use plan::{plan, PlanError, Unplannable, MAX_FUSION_DEPTH};
+pub use plan::{plan, plan_program, PlanError, Unplannable, MAX_FUSION_DEPTH};

@@ -34,6 +34,12 @@ fn step_io(s: &Step) -> (Vec<usize>, Vec<usize>) {
             (ins, outs)
         }
         Step::Collective { input, output, .. } => (vec![*input], vec![*output]),
+        // Everything a loop or a switch names is live while it runs (its
+        // blocks' temporaries, swapped with the state, included).
+        Step::Control(_) => {
+            let all = pjc_plan::control::step_buffers(s);
+            (all.clone(), all)
+        }
     }
 }
 
@@ -129,7 +135,9 @@ pub fn plan_memory(p: &Plan, carried: &[(usize, usize)]) -> Memory {
         }
     }
     // First-fit placement in order of definition.
-    let mut order: Vec<usize> = (0..n).filter(|&i| share[i].is_none()).collect();
+    // Windows are views of their whole buffers: no memory of their own.
+    let window = |i: usize| matches!(p.buffers[i].kind, BufferKind::Window { .. });
+    let mut order: Vec<usize> = (0..n).filter(|&i| share[i].is_none() && !window(i)).collect();
     order.sort_by_key(|&i| (def[i], i));
     let mut offsets = vec![0u64; n];
     let mut placed: Vec<(u64, u64, usize, usize)> = vec![]; // (offset, size, def, last)
@@ -152,6 +160,9 @@ pub fn plan_memory(p: &Plan, carried: &[(usize, usize)]) -> Memory {
     for i in 0..n {
         if let Some(pb) = share[i] {
             offsets[i] = offsets[pb];
+        }
+        if let BufferKind::Window { whole } = p.buffers[i].kind {
+            offsets[i] = offsets[whole];
         }
     }
     let peak = placed.iter().map(|x| x.0 + x.1).max().unwrap_or(0);

@@ -16,6 +16,9 @@ use pjc_dialects::{Fusion, TypeRule};
 use pjc_ir::{Attrs, BinaryOp, DType, Function, InstData, Opcode, TensorType, Value, ValueDef};
 use std::collections::{HashMap, HashSet};
 
+pub use control::plan_program;
+
+mod control;
 mod forms;
 mod scatter;
 mod sort;
@@ -60,18 +63,27 @@ fn fuses_operands(op: Opcode) -> bool {
 pub const MAX_FUSION_DEPTH: usize = 256;
 
 /// Builds the plan of `f` (a single-device `func` or a per-device `spmd func`
-/// without calls or transforms).
+/// without calls, transforms or control flow; a program with control flow is
+/// planned with its bodies by [`plan_program`]).
 ///
 /// A program with a value of more than 2^64 bytes, or whose buffers together
 /// (as `plan_memory` aligns them) exceed 2^64 bytes, has no plan: byte sizes,
 /// arena offsets and the peak are u64, and loop extents and strides are derived
 /// from the shapes.
 pub fn plan(f: &Function) -> Result<Plan, Unplannable> {
+    let plan = plan_function(f)?;
+    control::reject_unresolved(f, &plan)?;
+    Ok(plan)
+}
+
+/// The plan of `f` alone: its control-flow steps name their bodies, whose
+/// blocks [`plan_program`] fills.
+pub(crate) fn plan_function(f: &Function) -> Result<Plan, Unplannable> {
     // Uses of each value.
     let mut users: HashMap<Value, Vec<Opcode>> = HashMap::new();
     for &i in &f.body {
         let inst = &f.insts[i];
-        if inst.op.def().fusion == Fusion::Unplanned {
+        if inst.op.def().fusion == Fusion::Unplanned && !inst.op.is_control() {
             return Err(Unplannable::Construct {
                 func: f.name.clone(),
                 value: f.values[inst.results[0]].name.clone(),
@@ -164,6 +176,10 @@ pub fn plan(f: &Function) -> Result<Plan, Unplannable> {
             continue;
         }
         let located = |e: PlanError| Unplannable::Construct { func: f.name.clone(), value: f.values[v].name.clone(), msg: e.0 };
+        if inst.op.is_control() {
+            p.control(inst).map_err(located)?;
+            continue;
+        }
         match inst.op.def().fusion {
             Fusion::Collective => {
                 let input = p.buffer_of[&inst.operands[0]];

@@ -180,15 +180,25 @@ pub struct NoDeviceForm {
 /// decides, and refuses a step with neither).
 pub fn cuda_plan(plan: &Plan) -> Result<Plan, NoDeviceForm> {
     let routes = cuda_routes(plan)?;
-    let steps = plan
-        .steps
-        .iter()
-        .zip(&routes)
-        .flat_map(|(s, r)| match (s, r) {
-            (Step::Library { device, .. }, Route::DeviceKernel { .. }) => device.iter().cloned().map(Step::Kernel).collect(),
-            (s, _) => vec![s.clone()],
-        })
-        .collect();
+    // Routes are in pre-order; the blocks of control steps follow them.
+    fn replace<'a>(steps: &[Step], routes: &mut impl Iterator<Item = &'a Route>) -> Vec<Step> {
+        let mut out = vec![];
+        for s in steps {
+            match (s, routes.next()) {
+                (Step::Library { device, .. }, Some(Route::DeviceKernel { .. })) => out.extend(device.iter().cloned().map(Step::Kernel)),
+                (Step::Control(c), _) => {
+                    let mut c = c.clone();
+                    for b in c.blocks_mut() {
+                        b.steps = replace(&b.steps, routes);
+                    }
+                    out.push(Step::Control(c));
+                }
+                (s, _) => out.push(s.clone()),
+            }
+        }
+        out
+    }
+    let steps = replace(&plan.steps, &mut routes.iter());
     Ok(Plan { steps, ..plan.clone() })
 }
 
@@ -203,6 +213,10 @@ pub enum Route {
     Cublas(Cublas),
     /// NCCL (or a device copy for a group of one).
     Collective,
+    /// A loop or a switch: its blocks run on the device, driven by the host
+    /// (a `while` reads its predicate back each iteration, a `switch` its
+    /// index once; a `scan` reads nothing back).
+    Control(&'static str),
 }
 
 impl fmt::Display for Route {
@@ -218,18 +232,25 @@ impl fmt::Display for Route {
                 write!(f, "cuBLAS {} {}{} m={} n={} k={} batch={}{times}", c.routine(), t(args.a), t(args.b), args.m, args.n, args.k, args.batch)
             }
             Route::Collective => write!(f, "NCCL"),
+            Route::Control(what) => write!(f, "{what}"),
         }
     }
 }
 
 /// Where each step of `plan` (the planner's plan, before [`cuda_plan`]) runs
-/// on the CUDA backend, in step order.
+/// on the CUDA backend, in step order (pre-order: a control step, then the
+/// steps of its blocks).
 pub fn cuda_routes(plan: &Plan) -> Result<Vec<Route>, NoDeviceForm> {
-    plan.steps
-        .iter()
+    pjc_plan::control::preorder(&plan.steps)
+        .into_iter()
         .map(|s| match s {
             Step::Kernel(_) => Ok(Route::Kernel),
             Step::Collective { .. } => Ok(Route::Collective),
+            Step::Control(c) => Ok(Route::Control(match c {
+                pjc_plan::Control::While { .. } => "while: blocks on the device, the predicate read back per iteration",
+                pjc_plan::Control::Scan { .. } => "scan: blocks on the device, windows moved by offset, nothing read back",
+                pjc_plan::Control::Switch { .. } => "switch: the index read back once, one branch on the device",
+            })),
             Step::Library { inst, device, .. } => match cublas_of(plan, s) {
                 Some(c) => Ok(Route::Cublas(c)),
                 None if !device.is_empty() => Ok(Route::DeviceKernel { op: inst.op.to_string() }),

@@ -134,9 +134,21 @@ impl HostBuf {
     }
 }
 
-/// All buffers of a plan.
+/// All buffers of a plan. A window buffer (`BufferKind::Window`) has no
+/// memory of its own: while a scan runs, it views a slice of its whole
+/// buffer ([`Buffers::bytes`] and [`Buffers::ptr`] resolve it).
 pub struct Buffers {
     pub data: Vec<HostBuf>,
+    /// For each window buffer, the slice it views now.
+    views: Vec<Option<View>>,
+}
+
+/// A window's slice: `len` bytes at `offset` of buffer `whole`.
+#[derive(Copy, Clone)]
+struct View {
+    whole: usize,
+    offset: usize,
+    len: usize,
 }
 
 /// Checks that `t` has buffer type `ty`; `what` names it in the message.
@@ -155,6 +167,10 @@ impl Buffers {
     pub fn alloc(plan: &Plan) -> Result<Buffers, HostError> {
         let mut data = vec![];
         for b in &plan.buffers {
+            if let BufferKind::Window { .. } = b.kind {
+                data.push(HostBuf { words: Vec::new(), len: 0 });
+                continue;
+            }
             let bytes = b.ty.checked_bytes();
             let buf = bytes.and_then(|n| usize::try_from(n).ok()).and_then(HostBuf::try_zeroed);
             let Some(mut s) = buf else {
@@ -166,7 +182,53 @@ impl Buffers {
             }
             data.push(s);
         }
-        Ok(Buffers { data })
+        let views = vec![None; data.len()];
+        Ok(Buffers { data, views })
+    }
+
+    /// Where buffer `b`'s bytes are: (allocation, byte offset, length).
+    fn span(&self, b: usize) -> (usize, usize, usize) {
+        match self.views[b] {
+            None => (b, 0, self.data[b].len),
+            Some(v) => {
+                let (base, off, _) = self.span(v.whole);
+                (base, off + v.offset, v.len)
+            }
+        }
+    }
+
+    /// Buffer `b`'s bytes (a window's: its slice of the whole buffer).
+    pub fn bytes(&self, b: usize) -> &[u8] {
+        let (base, off, len) = self.span(b);
+        &self.data[base].bytes()[off..off + len]
+    }
+
+    /// Writes `bytes` into buffer `b` (of exactly that size).
+    pub fn write(&mut self, b: usize, bytes: &[u8]) -> Result<(), HostError> {
+        let (base, off, len) = self.span(b);
+        if bytes.len() != len {
+            return Err(HostError::Runtime(format!("{} bytes for buffer b{b} of {len}", bytes.len())));
+        }
+        self.data[base].bytes_mut()[off..off + len].copy_from_slice(bytes);
+        Ok(())
+    }
+
+    /// Buffer `b`'s first byte, for kernels and in-place library steps.
+    pub fn ptr(&mut self, b: usize) -> *mut u8 {
+        let (base, off, _) = self.span(b);
+        // SAFETY: `span` stays within the allocation (a window's slice lies
+        // inside its whole buffer, `enter_window` checks it).
+        unsafe { self.data[base].as_mut_ptr().add(off) }
+    }
+
+    /// Points window `w` (of `len` bytes) at byte `offset` of buffer `whole`.
+    fn view(&mut self, w: usize, whole: usize, offset: usize, len: usize) -> Result<(), HostError> {
+        let (_, _, total) = self.span(whole);
+        if offset + len > total {
+            return Err(HostError::Runtime(format!("window b{w} of {len} bytes at {offset} lies outside b{whole} of {total} bytes")));
+        }
+        self.views[w] = Some(View { whole, offset, len });
+        Ok(())
     }
 
     /// Allocates `plan`'s buffers with parameters and constants filled in.
@@ -204,7 +266,7 @@ impl Buffers {
     /// Buffer `b` read back as a tensor of its plan type.
     pub fn tensor(&self, plan: &Plan, b: usize) -> Tensor {
         let ty = &plan.buffers[b].ty;
-        let buf = pjc_tensor::buf_from_le_bytes(ty.dtype, self.data[b].bytes()).expect("buffer sizes match their types");
+        let buf = pjc_tensor::buf_from_le_bytes(ty.dtype, self.bytes(b)).expect("buffer sizes match their types");
         Tensor::new(ty.shape.iter().map(|&d| d as usize).collect(), buf)
     }
 
@@ -265,13 +327,14 @@ fn library_in_place(plan: &Plan, inst: &InstData, inputs: &[usize], outputs: &[u
     }
     let ty = |b: usize| &plan.buffers[b].ty;
     let types = [ty(inputs[0]), ty(inputs[1]), ty(output)];
-    // The output is a buffer of its own (the planner gives every library step
-    // a fresh one), so it can be borrowed mutably beside the inputs.
-    // (The stand-in holds no allocation: this runs every step.)
-    let mut out = std::mem::replace(&mut bufs.data[output], HostBuf { words: Vec::new(), len: 0 });
-    let done = gemm::dot_in_place(inst, types, [bufs.data[inputs[0]].bytes(), bufs.data[inputs[1]].bytes()], out.bytes_mut(), threads);
-    bufs.data[output] = out;
-    done
+    // The output is memory of its own (the planner gives every library step
+    // a fresh buffer, or a window of a fresh stacked output, never one of
+    // the operands' memory), so it can be written beside the inputs.
+    let len = bufs.bytes(output).len();
+    let out = bufs.ptr(output);
+    // SAFETY: `len` bytes at `out` are the output's, disjoint from the inputs'.
+    let out = unsafe { std::slice::from_raw_parts_mut(out, len) };
+    gemm::dot_in_place(inst, types, [bufs.bytes(inputs[0]), bufs.bytes(inputs[1])], out, threads)
 }
 
 /// One step as it ran, for traces.
@@ -279,7 +342,8 @@ fn library_in_place(plan: &Plan, inst: &InstData, inputs: &[usize], outputs: &[u
 pub struct StepEvent {
     /// The kernel's name, or the op of a library step or collective.
     pub name: String,
-    /// `"kernel"`, `"gemm"`, `"library"` or `"collective"`.
+    /// `"kernel"`, `"gemm"`, `"library"`, `"collective"` or `"control"` (a
+    /// loop or switch, recorded after the steps of its blocks).
     pub kind: &'static str,
     pub start: std::time::Instant,
     pub dur: std::time::Duration,
@@ -287,33 +351,63 @@ pub struct StepEvent {
     pub bytes: u64,
 }
 
-/// Runs every step of `plan` on `bufs`: kernel `si` through `kernels[si]`
-/// (`None` for non-kernel steps) with up to `threads` threads; each step is
-/// recorded in `trace` when given.
+/// Runs every step of `plan` on `bufs`: the kernel numbered `n` in the
+/// pre-order of the plan's steps (`pjc_plan::control::preorder`: control
+/// steps' blocks included) through `kernels[n]` (`None` for other steps) with
+/// up to `threads` threads; each step is recorded in `trace` when given.
 pub fn run_steps(
     plan: &Plan,
     kernels: &[Option<KernelFn>],
     bufs: &mut Buffers,
     threads: usize,
     hooks: &mut dyn StepHooks,
-    mut trace: Option<&mut Vec<StepEvent>>,
+    trace: Option<&mut Vec<StepEvent>>,
 ) -> Result<(), HostError> {
-    for (si, step) in plan.steps.iter().enumerate() {
+    let mut run = HostRun { plan, kernels, bufs, threads, hooks, trace };
+    run.steps(&plan.steps, 0)
+}
+
+/// The step loop's state while a plan runs.
+struct HostRun<'a> {
+    plan: &'a Plan,
+    kernels: &'a [Option<KernelFn>],
+    bufs: &'a mut Buffers,
+    threads: usize,
+    hooks: &'a mut dyn StepHooks,
+    trace: Option<&'a mut Vec<StepEvent>>,
+}
+
+impl HostRun<'_> {
+    /// Runs `steps`, the first numbered `first`.
+    fn steps(&mut self, steps: &[Step], first: usize) -> Result<(), HostError> {
+        let mut si = first;
+        for step in steps {
+            self.step(step, si)?;
+            si += pjc_plan::control::step_count(step);
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, step: &Step, si: usize) -> Result<(), HostError> {
+        let (plan, threads) = (self.plan, self.threads);
         let start = std::time::Instant::now();
         let (name, kind, bytes) = match step {
             Step::Kernel(k) => (k.name.clone(), "kernel", 0),
             Step::Library { inst, .. } if inst.op == Opcode::DotGeneral => (inst.op.to_string(), "gemm", 0),
             Step::Library { inst, .. } => (inst.op.to_string(), "library", 0),
             Step::Collective { inst, input, .. } => (inst.op.to_string(), "collective", plan.buffers[*input].bytes()),
+            Step::Control(c) => (control_name(c).to_string(), "control", 0),
         };
+        let bufs = &mut *self.bufs;
         match step {
             Step::Kernel(k) => {
-                let f = kernels
+                let f = self
+                    .kernels
                     .get(si)
                     .copied()
                     .flatten()
                     .ok_or_else(|| HostError::Runtime(format!("kernel {} has no compiled code", k.name)))?;
-                let ptrs: Vec<*mut u8> = k.inputs.iter().chain(&k.outputs).map(|b| bufs.data[b.buffer].as_mut_ptr()).collect();
+                let ptrs: Vec<*mut u8> = k.inputs.iter().chain(&k.outputs).map(|b| bufs.ptr(b.buffer)).collect();
                 let work = k.reduce.as_ref().map_or(1, |r| r.shape.iter().product::<u64>());
                 run_kernel_threads(f, &ptrs, k.num_elements(), work, threads);
             }
@@ -323,24 +417,66 @@ pub fn run_steps(
                 let types: Vec<&TensorType> = outputs.iter().map(|&b| &plan.buffers[b].ty).collect();
                 let outs = library_step(inst, &ins, &types, threads)?;
                 for (&b, out) in outputs.iter().zip(&outs) {
-                    bufs.data[b].write_tensor(out);
+                    bufs.write(b, &pjc_tensor::buf_le_bytes(&out.data))?;
                 }
             }
             Step::Collective { inst, input, output } => {
                 let (in_ty, out_ty) = (&plan.buffers[*input].ty, &plan.buffers[*output].ty);
-                let out = hooks.collective(inst, bufs.data[*input].bytes(), in_ty, out_ty)?;
-                let dst = bufs.data[*output].bytes_mut();
-                if dst.len() != out.len() {
-                    return Err(HostError::Runtime(format!("collective '{}' gave {} bytes for a {out_ty} buffer", inst.op, out.len())));
-                }
-                dst.copy_from_slice(&out);
+                let out = self.hooks.collective(inst, bufs.bytes(*input), in_ty, out_ty)?;
+                bufs.write(*output, &out).map_err(|_| HostError::Runtime(format!("collective '{}' gave {} bytes for a {out_ty} buffer", inst.op, out.len())))?;
             }
+            Step::Control(c) => pjc_plan::control::run_control(&plan.buffers, c, si, self, HostError::Runtime)?,
         }
-        if let Some(t) = trace.as_deref_mut() {
+        if let Some(t) = self.trace.as_deref_mut() {
             t.push(StepEvent { name, kind, start, dur: start.elapsed(), bytes });
         }
+        Ok(())
     }
-    Ok(())
+}
+
+/// A control step's op, for traces.
+fn control_name(c: &pjc_plan::Control) -> &'static str {
+    match c {
+        pjc_plan::Control::While { .. } => "while",
+        pjc_plan::Control::Scan { .. } => "scan",
+        pjc_plan::Control::Switch { .. } => "switch",
+    }
+}
+
+/// Control flow on host buffers: windows are views (no copies), carried
+/// buffers swap their allocations.
+impl pjc_plan::control::Machine for HostRun<'_> {
+    type Error = HostError;
+    fn run_block(&mut self, block: &pjc_plan::Block, first: usize) -> Result<(), HostError> {
+        self.steps(&block.steps, first)
+    }
+    fn copy(&mut self, dst: usize, src: usize) -> Result<(), HostError> {
+        let len = self.bufs.bytes(src).len();
+        let (from, to) = (self.bufs.ptr(src), self.bufs.ptr(dst));
+        if self.bufs.bytes(dst).len() != len {
+            return Err(HostError::Runtime(format!("copy of b{src} into b{dst} of another size")));
+        }
+        // SAFETY: two buffers of `len` bytes; distinct plan buffers never share memory.
+        unsafe { std::ptr::copy_nonoverlapping(from, to, len) };
+        Ok(())
+    }
+    fn swap(&mut self, a: usize, b: usize) -> Result<(), HostError> {
+        if self.bufs.views[a].is_some() || self.bufs.views[b].is_some() {
+            return Err(HostError::Runtime(format!("swap of a window (b{a}, b{b})")));
+        }
+        self.bufs.data.swap(a, b);
+        Ok(())
+    }
+    fn read_scalar(&mut self, b: usize) -> Result<Vec<u8>, HostError> {
+        Ok(self.bufs.bytes(b).to_vec())
+    }
+    fn enter_window(&mut self, w: usize, whole: usize, pos: u64, _read: bool) -> Result<(), HostError> {
+        let len = self.plan.buffers[w].bytes() as usize;
+        self.bufs.view(w, whole, pos as usize * len, len)
+    }
+    fn leave_window(&mut self, _w: usize, _whole: usize, _pos: u64, _written: bool) -> Result<(), HostError> {
+        Ok(())
+    }
 }
 
 pub use pjc_plan::{PtxKernel, PtxModule};

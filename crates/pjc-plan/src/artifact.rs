@@ -73,11 +73,11 @@ impl GroupTable {
         Ok(GroupTable { axes: axes.to_vec(), groups })
     }
 
-    /// The tables of every axis list `plan`'s collectives use, in order of
-    /// first use.
+    /// The tables of every axis list `plan`'s collectives use (inside the
+    /// blocks of control steps too), in order of first use.
     pub fn for_plan(plan: &Plan, mesh: &Mesh) -> Result<Vec<GroupTable>, String> {
         let mut out: Vec<GroupTable> = vec![];
-        for s in &plan.steps {
+        for s in crate::control::preorder(&plan.steps) {
             if let crate::Step::Collective { inst, .. } = s {
                 let axes = inst.attr("axes").and_then(|a| a.as_idents()).unwrap_or_default();
                 if !out.iter().any(|t| t.axes == axes) {
@@ -214,6 +214,7 @@ pub fn schema() -> [u8; 32] {
     for src in [
         include_str!("artifact.rs"),
         include_str!("plan.rs"),
+        include_str!("control.rs"),
         include_str!("kernel.rs"),
         include_str!("memory.rs"),
         include_str!("../../pjc-ir/src/types.rs"),

@@ -6,6 +6,7 @@
 //! are the caller's (`Collectives`), since they need the other devices.
 
 use crate::kernel::{IndexOp, Kernel, Node};
+use crate::control::{run_control, step_count, Block, Machine};
 use crate::plan::{BufferKind, Plan, Step};
 use pjc_ir::{DType, InstData};
 use pjc_tensor::{Buf, Scalar, Tensor, TensorError};
@@ -44,42 +45,107 @@ pub fn execute(plan: &Plan, args: &[Tensor], coll: &mut dyn Collectives) -> R<Ve
         match &b.kind {
             BufferKind::Param(k) => bufs[i] = Some(args[*k].clone()),
             BufferKind::Constant(lit) => bufs[i] = Some(literal_tensor(lit, &b.ty)),
-            BufferKind::Temp => {}
+            BufferKind::Temp | BufferKind::Window { .. } => {}
             BufferKind::AxisIndices(axes) => {
                 let v: Vec<Scalar> = axes.iter().map(|a| Scalar::Int(coll.axis_index(a) as i128)).collect();
                 bufs[i] = Some(Tensor::from_scalars(DType::I32, vec![axes.len()], &v));
             }
         }
     }
-    let get = |bufs: &Vec<Option<Tensor>>, b: usize| -> R<Tensor> {
-        bufs[b].clone().ok_or_else(|| TensorError::Invalid(format!("buffer b{b} read before it is written")))
-    };
-    for step in &plan.steps {
-        match step {
-            Step::Kernel(k) => {
-                // A kernel may view a buffer as another dtype of its width.
-                let ins: Vec<Tensor> = k.inputs.iter().map(|b| viewed(get(&bufs, b.buffer)?, b.dtype)).collect::<R<_>>()?;
-                let types: Vec<pjc_ir::TensorType> =
-                    k.outputs.iter().map(|b| pjc_ir::TensorType::new(b.dtype, plan.buffers[b.buffer].ty.shape.clone())).collect();
-                let refs: Vec<&pjc_ir::TensorType> = types.iter().collect();
-                for (b, out) in k.outputs.iter().zip(run_kernel(k, &ins, &refs)?) {
-                    bufs[b.buffer] = Some(viewed(out, plan.buffers[b.buffer].ty.dtype)?);
-                }
-            }
-            Step::Library { inst, inputs, outputs, .. } => {
-                let ins: Vec<Tensor> = inputs.iter().map(|&b| get(&bufs, b)).collect::<R<_>>()?;
-                let types: Vec<&pjc_ir::TensorType> = outputs.iter().map(|&b| &plan.buffers[b].ty).collect();
-                for (&b, out) in outputs.iter().zip(library(inst, &ins, &types)?) {
-                    bufs[b] = Some(out);
-                }
-            }
-            Step::Collective { inst, input, output } => {
-                let x = get(&bufs, *input)?;
-                bufs[*output] = Some(coll.run(inst, &x, &plan.buffers[*output].ty)?);
-            }
-        }
+    let mut ex = Executor { plan, bufs, coll };
+    ex.run(&plan.steps, 0)?;
+    plan.results.iter().map(|&b| ex.get(b)).collect()
+}
+
+/// The executor's state: one tensor per buffer once written.
+struct Executor<'a> {
+    plan: &'a Plan,
+    bufs: Vec<Option<Tensor>>,
+    coll: &'a mut dyn Collectives,
+}
+
+impl Executor<'_> {
+    fn get(&self, b: usize) -> R<Tensor> {
+        self.bufs[b].clone().ok_or_else(|| TensorError::Invalid(format!("buffer b{b} read before it is written")))
     }
-    plan.results.iter().map(|&b| get(&bufs, b)).collect()
+
+    /// Runs `steps`, the first numbered `first` (control steps need it).
+    fn run(&mut self, steps: &[Step], first: usize) -> R<()> {
+        let plan = self.plan;
+        let mut number = first;
+        for step in steps {
+            match step {
+                Step::Kernel(k) => {
+                    // A kernel may view a buffer as another dtype of its width.
+                    let ins: Vec<Tensor> = k.inputs.iter().map(|b| viewed(self.get(b.buffer)?, b.dtype)).collect::<R<_>>()?;
+                    let types: Vec<pjc_ir::TensorType> =
+                        k.outputs.iter().map(|b| pjc_ir::TensorType::new(b.dtype, plan.buffers[b.buffer].ty.shape.clone())).collect();
+                    let refs: Vec<&pjc_ir::TensorType> = types.iter().collect();
+                    for (b, out) in k.outputs.iter().zip(run_kernel(k, &ins, &refs)?) {
+                        self.bufs[b.buffer] = Some(viewed(out, plan.buffers[b.buffer].ty.dtype)?);
+                    }
+                }
+                Step::Library { inst, inputs, outputs, .. } => {
+                    let ins: Vec<Tensor> = inputs.iter().map(|&b| self.get(b)).collect::<R<_>>()?;
+                    let types: Vec<&pjc_ir::TensorType> = outputs.iter().map(|&b| &plan.buffers[b].ty).collect();
+                    for (&b, out) in outputs.iter().zip(library(inst, &ins, &types)?) {
+                        self.bufs[b] = Some(out);
+                    }
+                }
+                Step::Collective { inst, input, output } => {
+                    let x = self.get(*input)?;
+                    self.bufs[*output] = Some(self.coll.run(inst, &x, &plan.buffers[*output].ty)?);
+                }
+                Step::Control(c) => run_control(&plan.buffers, c, number, self, TensorError::Invalid)?,
+            }
+            number += step_count(step);
+        }
+        Ok(())
+    }
+}
+
+/// Control flow on tensors: windows are copies of their slice (in before the
+/// step, out after it).
+impl Machine for Executor<'_> {
+    type Error = TensorError;
+    fn run_block(&mut self, block: &Block, first: usize) -> R<()> {
+        self.run(&block.steps, first)
+    }
+    fn copy(&mut self, dst: usize, src: usize) -> R<()> {
+        self.bufs[dst] = Some(self.get(src)?);
+        Ok(())
+    }
+    fn swap(&mut self, a: usize, b: usize) -> R<()> {
+        self.bufs.swap(a, b);
+        Ok(())
+    }
+    fn read_scalar(&mut self, b: usize) -> R<Vec<u8>> {
+        Ok(pjc_tensor::buf_to_le_bytes(&self.get(b)?.data))
+    }
+    fn enter_window(&mut self, w: usize, whole: usize, pos: u64, read: bool) -> R<()> {
+        if read {
+            self.bufs[w] = Some(pjc_tensor::index_along(&self.get(whole)?, 0, pos as usize)?);
+        }
+        Ok(())
+    }
+    fn leave_window(&mut self, w: usize, whole: usize, pos: u64, written: bool) -> R<()> {
+        if written {
+            let slice = self.get(w)?;
+            // The whole buffer starts unwritten: its other slices come later.
+            let ty = &self.plan.buffers[whole].ty;
+            let all = match self.bufs[whole].take() {
+                Some(t) => t,
+                None => Tensor::new(ty.shape.iter().map(|&d| d as usize).collect(), pjc_tensor::Buf::splat(ty.dtype, Scalar::Int(0), ty.num_elements() as usize)),
+            };
+            let mut shape = slice.shape.clone();
+            shape.insert(0, 1);
+            let one = Tensor::new(shape, slice.data);
+            let mut starts = vec![0i128; ty.rank()];
+            starts[0] = pos as i128;
+            self.bufs[whole] = Some(pjc_tensor::dynamic_update_slice(&all, &one, &starts)?);
+        }
+        Ok(())
+    }
 }
 
 /// `t` with the same bits as dtype `d` (a kernel's view of a buffer).

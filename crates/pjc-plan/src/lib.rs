@@ -1,6 +1,7 @@
 //! What the compiler hands to code generation and to the runtime: the kernel
 //! description both code generators lower ([`kernel::Kernel`]), the plan of a
-//! per-device function ([`plan::Plan`]: buffers and steps), its buffer plan
+//! per-device function ([`plan::Plan`]: buffers and steps; control flow's
+//! blocks and their one meaning in [`control`]), its buffer plan
 //! ([`memory::Memory`]), the compiled artefact an executable carries
 //! ([`artifact::Artifact`], versioned and hashed), and the reference executor
 //! of a plan with the interpreter's kernels ([`exec`], the oracle for
@@ -11,6 +12,7 @@
 //! depends on this crate and not on the planner or the front end.
 
 pub mod artifact;
+pub mod control;
 pub mod exec;
 pub mod kernel;
 pub mod memory;
@@ -19,4 +21,5 @@ pub mod plan;
 pub use artifact::{Artifact, ArtifactError, CpuLevel, GroupTable, HostKernels, Port, PtxKernel, PtxModule};
 pub use kernel::{Kernel, Node};
 pub use memory::Memory;
+pub use control::{Block, Control};
 pub use plan::{Buffer, BufferKind, Plan, Step};

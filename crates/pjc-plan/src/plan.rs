@@ -3,6 +3,7 @@
 //! temporaries), its steps in execution order (loop kernels, library calls,
 //! collectives) and its text form (`pjc compile --emit plan`).
 
+use crate::control::{preorder, write_control, Control};
 use crate::kernel::Kernel;
 use pjc_ir::{AttrValue, InstData, Literal, TensorType};
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,10 @@ pub enum BufferKind {
     /// order, written by the backend before the first step (what
     /// `axis_index` kernels load; 0 everywhere on a single device).
     AxisIndices(Vec<String>),
+    /// A slice along dimension 0 of buffer `whole`, at the position the scan
+    /// that names it sets before each iteration (`crate::control`): a view,
+    /// with no memory of its own.
+    Window { whole: usize },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -54,6 +59,9 @@ pub enum Step {
     Library { inst: InstData, inputs: Vec<usize>, outputs: Vec<usize>, device: Vec<Kernel> },
     /// A collective (runtime call).
     Collective { inst: InstData, input: usize, output: usize },
+    /// `while`, `scan` or `switch`: blocks of steps run in a loop or by an
+    /// index (`crate::control`).
+    Control(Control),
 }
 
 /// The whole plan of one function.
@@ -75,20 +83,29 @@ impl Plan {
     /// Buffers, and so the buffer plan, are unchanged: a device kernel reads
     /// and writes the step's buffers.
     pub fn with_device_kernels(&self) -> Plan {
-        let steps = self
-            .steps
-            .iter()
-            .flat_map(|s| match s {
-                Step::Library { device, .. } if !device.is_empty() => device.iter().cloned().map(Step::Kernel).collect(),
-                s => vec![s.clone()],
-            })
-            .collect();
-        Plan { steps, ..self.clone() }
+        fn replace(steps: &[Step]) -> Vec<Step> {
+            steps
+                .iter()
+                .flat_map(|s| match s {
+                    Step::Library { device, .. } if !device.is_empty() => device.iter().cloned().map(Step::Kernel).collect(),
+                    Step::Control(c) => {
+                        let mut c = c.clone();
+                        for b in c.blocks_mut() {
+                            b.steps = replace(&b.steps);
+                        }
+                        vec![Step::Control(c)]
+                    }
+                    s => vec![s.clone()],
+                })
+                .collect()
+        }
+        Plan { steps: replace(&self.steps), ..self.clone() }
     }
 
-    /// Every kernel the plan launches, in step order.
+    /// Every kernel the plan launches, in step order (the blocks of control
+    /// steps included, in pre-order).
     pub fn kernels(&self) -> impl Iterator<Item = &Kernel> {
-        self.steps.iter().filter_map(|s| match s {
+        preorder(&self.steps).into_iter().filter_map(|s| match s {
             Step::Kernel(k) => Some(k),
             _ => None,
         })
@@ -104,12 +121,23 @@ impl fmt::Display for Plan {
                 BufferKind::Constant(_) => "constant".to_string(),
                 BufferKind::Temp => "temp".to_string(),
                 BufferKind::AxisIndices(axes) => format!("axis indices [{}]", axes.join(", ")),
+                BufferKind::Window { whole } => format!("window of b{whole}"),
             };
             writeln!(f, "  b{i} = %{} : {} ({kind})", b.name, b.ty)?;
         }
-        for s in &self.steps {
+        write_steps(f, &self.steps, "  ")?;
+        let res = self.results.iter().map(|b| format!("b{b}")).collect::<Vec<_>>().join(", ");
+        writeln!(f, "  return {res}")
+    }
+}
+
+/// The steps' lines of `--emit plan`, each after `pad`.
+fn write_steps(f: &mut fmt::Formatter<'_>, steps: &[Step], pad: &str) -> fmt::Result {
+    {
+        for s in steps {
             match s {
-                Step::Kernel(k) => writeln!(f, "  {k}")?,
+                Step::Control(c) => write_control(f, c, pad, &write_steps)?,
+                Step::Kernel(k) => writeln!(f, "{pad}{k}")?,
                 Step::Library { inst, inputs, outputs, device } => {
                     let bufs = |bs: &[usize]| bs.iter().map(|b| format!("b{b}")).collect::<Vec<_>>().join(", ");
                     let dev = match device.len() {
@@ -119,7 +147,7 @@ impl fmt::Display for Plan {
                     };
                     let attrs: Vec<String> = inst.attrs.iter().map(|a| format!("{}={}", a.name, attr_text(&a.value))).collect();
                     let attrs = if attrs.is_empty() { String::new() } else { format!(" {{{}}}", attrs.join(", ")) };
-                    writeln!(f, "  library {}{attrs} ({}) -> ({}){dev}", inst.op, bufs(inputs), bufs(outputs))?
+                    writeln!(f, "{pad}library {}{attrs} ({}) -> ({}){dev}", inst.op, bufs(inputs), bufs(outputs))?
                 }
                 Step::Collective { inst, input, output } => {
                     let attrs: Vec<String> = inst
@@ -127,12 +155,11 @@ impl fmt::Display for Plan {
                         .iter()
                         .map(|a| format!("{}={}", a.name, attr_text(&a.value)))
                         .collect();
-                    writeln!(f, "  collective {} {{{}}} (b{input}) -> (b{output})", inst.op, attrs.join(", "))?
+                    writeln!(f, "{pad}collective {} {{{}}} (b{input}) -> (b{output})", inst.op, attrs.join(", "))?
                 }
             }
         }
-        let res = self.results.iter().map(|b| format!("b{b}")).collect::<Vec<_>>().join(", ");
-        writeln!(f, "  return {res}")
+        Ok(())
     }
 }
 

@@ -42,10 +42,11 @@ impl KernelLibrary {
         Ok(KernelLibrary { lib })
     }
 
-    /// The entry points of `plan`'s kernels, per step.
+    /// The entry points of `plan`'s kernels, per step in pre-order (the
+    /// blocks of control steps included: `pjc_host::run_steps`'s numbering).
     pub fn kernels(&self, plan: &Plan) -> Result<Vec<Option<KernelFn>>, RuntimeError> {
-        plan.steps
-            .iter()
+        pjc_plan::control::preorder(&plan.steps)
+            .into_iter()
             .map(|s| match s {
                 Step::Kernel(k) => {
                     // SAFETY: generated with exactly the KernelFn signature.

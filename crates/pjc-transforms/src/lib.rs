@@ -12,6 +12,8 @@ mod error;
 pub mod grad;
 mod names;
 pub use grad::inline_calls;
+mod program;
+pub use program::inline_program;
 pub mod simplify;
 pub mod vmap;
 

@@ -136,8 +136,12 @@ fn cuda_plan_text(plan: &pjc_plan::Plan) -> Result<String, pjc_host::device::NoD
     let cuda = pjc_host::device::cuda_plan(plan)?;
     let routes = pjc_host::device::cuda_routes(plan)?;
     let mut out = format!("{cuda}");
-    for (s, r) in plan.steps.iter().zip(&routes) {
+    for (s, r) in pjc_plan::control::preorder(&plan.steps).into_iter().zip(&routes) {
         let what = match s {
+            pjc_plan::Step::Control(c) => {
+                let names: Vec<String> = c.blocks().iter().map(|b| format!("@{}", b.name)).collect();
+                names.join(", ")
+            }
             pjc_plan::Step::Kernel(k) => k.name.clone(),
             pjc_plan::Step::Library { inst, outputs, device, .. } => match r {
                 pjc_host::device::Route::DeviceKernel { .. } => device.iter().map(|k| k.name.as_str()).collect::<Vec<_>>().join(", "),
@@ -237,7 +241,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 Ok(c) => {
                     let plan = c.plan.as_ref().expect("planned");
                     let mem = c.memory();
-                    let count = |k: fn(&pjc_plan::Step) -> bool| plan.steps.iter().filter(|s| k(s)).count();
+                    let count = |k: fn(&pjc_plan::Step) -> bool| pjc_plan::control::preorder(&plan.steps).into_iter().filter(|s| k(s)).count();
                     println!(
                         "\nkernel plan: {} fused kernels, {} library calls, {} collectives (pjc compile --emit plan shows it)",
                         count(|s| matches!(s, pjc_plan::Step::Kernel(_))),

@@ -186,19 +186,10 @@ impl Compilation {
         let mut single = part.module.clone();
         single.funcs = Default::default();
         single.end_comments.clear();
-        let mut todo = vec![id];
-        let mut seen = std::collections::HashSet::from([id]);
-        while let Some(g) = todo.pop() {
-            let mut f = pjc_transforms::inline_calls(&part.module, g).map_err(|e| Failure::Env(format!("internal error: inlining: {}", e.msg)))?;
+        let funcs = pjc_transforms::inline_program(&part.module, id).map_err(|e| Failure::Env(format!("internal error: inlining: {}", e.msg)))?;
+        for mut f in funcs {
             // One message for the all-reduces that can share one (bitwise the same values).
             pjc_partition::combine_all_reduces(&mut f, &part.module.mesh_or_single());
-            for &i in &f.body {
-                for b in f.insts[i].callees.iter().filter(|_| f.insts[i].op.is_control()).filter_map(|c| part.module.func_by_name(c)) {
-                    if seen.insert(b) {
-                        todo.push(b);
-                    }
-                }
-            }
             single.funcs.push(f);
         }
         Compilation::checked(Stage::PerDevice, &single)?;
@@ -209,8 +200,9 @@ impl Compilation {
 
     /// Stage `plan`.
     fn plan(&mut self) -> Result<(), Failure> {
-        let f = self.per_device_func();
-        let plan = pjc_fusion::plan(f).map_err(|e| match e {
+        let m = self.per_device.as_ref().expect("per-device stage ran");
+        let entry = m.funcs.keys().next().expect("the entry comes first");
+        let plan = pjc_fusion::plan_program(m, entry).map_err(|e| match e {
             pjc_fusion::Unplannable::Construct { .. } => Failure::Program(format!("{}: error: {e}\n", self.path)),
             pjc_fusion::Unplannable::TooBig(m) => Failure::Env(m),
         })?;

@@ -77,6 +77,7 @@ fn cuda_backend_matches_the_reference() {
             Step::Library { inst, .. } if inst.op == Opcode::DotGeneral => dots += 1,
             Step::Library { .. } => library += 1,
             Step::Collective { inst, .. } => collectives.push(inst.op),
+            Step::Control(_) => {}
         }
     }
     assert!(kernels >= 2 && dots == 4 && library == 0, "{kernels} kernels, {dots} products, {library} other library steps");
@@ -178,4 +179,56 @@ fn no_program_has_a_host_step_on_the_cuda_path() {
     }
     assert!(checked >= 150 && library >= 30, "only {checked} programs ({library} library steps) planned");
     assert!(failures.is_empty(), "{} programs with host steps on CUDA:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Control flow on the CUDA backend: a while (its predicate read back each
+/// iteration), a scan over windows of its whole operands and outputs (nothing
+/// read back), a switch, with products (cuBLAS) and reductions inside the
+/// bodies, against the reference executor. Without a GPU: the plan's PTX
+/// launch list still covers every kernel of every block, in the order the
+/// backend numbers them, and construction fails cleanly.
+#[test]
+fn cuda_backend_runs_control_flow() {
+    let src = std::fs::read_to_string(std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/control/scan_outputs_in_place.pir")).unwrap();
+    let m = pjc_front::load(&src).unwrap();
+    let mut per_device = m.clone();
+    per_device.funcs = Default::default();
+    for f in pjc_transforms::inline_program(&m, m.func_by_name("main").unwrap()).unwrap() {
+        per_device.funcs.push(f);
+    }
+    let first = per_device.funcs.keys().next().unwrap();
+    let plan = &pjc_fusion::plan_program(&per_device, first).unwrap();
+    assert!(plan.steps.iter().any(|s| matches!(s, Step::Control(_))), "{plan}");
+    let cuda = pjc_host::device::cuda_plan(plan).unwrap();
+    let routes = pjc_host::device::cuda_routes(plan).unwrap();
+    assert_eq!(routes.len(), pjc_plan::control::preorder(&plan.steps).len());
+    let mesh = m.mesh_or_single();
+    let world = World::single();
+    let ptx = pjc_codegen::compile_ptx(plan, "sm_90");
+    if let Ok(ptx) = &ptx {
+        let names: Vec<&str> = cuda.kernels().map(|k| k.name.as_str()).collect();
+        assert_eq!(ptx.kernels.iter().map(|k| k.name.as_str()).collect::<Vec<_>>(), names);
+    }
+    let args = inputs(plan);
+    if let Err(r) = probe() {
+        let ptx = ptx.unwrap_or_else(|_| pjc_codegen::PtxModule { arch: "sm_90".into(), ptx: String::new(), kernels: vec![] });
+        match CudaBackend::new(plan, &ptx, &world, &mesh, &[]) {
+            Err(RuntimeError::Env(msg)) => assert!(msg.contains("CUDA"), "{msg}"),
+            Err(e) => panic!("unexpected error: {e:?}"),
+            Ok(_) => panic!("a CUDA backend without a GPU"),
+        }
+        eprintln!("skipped the GPU part: {r}");
+        return;
+    }
+    let want = pjc_plan::exec::execute(plan, &args, &mut pjc_plan::exec::SingleDevice).unwrap();
+    let mut be = CudaBackend::new(plan, &ptx.unwrap(), &world, &mesh, &[]).unwrap();
+    for (i, t) in args.iter().enumerate() {
+        be.set_param(i, t).unwrap();
+    }
+    for run in 0..2 {
+        be.run().unwrap();
+        for (k, w) in want.iter().enumerate() {
+            assert_close(w, &be.result(k).unwrap(), TOL, &format!("run {run}, result {k}"));
+        }
+    }
 }

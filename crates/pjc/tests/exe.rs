@@ -878,3 +878,68 @@ fn list_devices_and_pjc_devices_say_when_there_is_no_gpu_code_and_why() {
     assert!(line.contains("carry PTX (libdevice: ") || line.contains("libdevice.10.bc not found (PJC_LIBDEVICE is not set; looked at "), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Control flow in compiled executables: the programs of tests/partition
+/// with `while`, `scan` or `switch` (collectives inside bodies, bodies shared
+/// by two loops, scanned operands resharded on entry, switch branches that
+/// reshard) on exactly 1, 2 and 4 processes, reproducible bit for bit at 4,
+/// the single-device ones of tests/control on one process without mpirun's
+/// mesh, and a loop-mode run whose step is a `while` (the carried weights
+/// fed back across steps, the loop's own state swapped inside each).
+#[test]
+fn control_flow_runs_under_mpirun_on_1_2_and_4_processes() {
+    let mut cases = vec![];
+    let mut counts = std::collections::BTreeSet::new();
+    for f in ["while_dp_sgd", "scan_layers_2d", "switch_branch_shardings", "scan_split_dim0"] {
+        let src = std::fs::read_to_string(repo().join(format!("tests/partition/{f}.pir"))).unwrap();
+        for c in variants(f, &src) {
+            let n: u64 = c.mesh.as_ref().unwrap().iter().product();
+            counts.insert(n);
+            cases.push((c, n == 4));
+        }
+    }
+    assert_eq!(counts.into_iter().collect::<Vec<_>>(), vec![1, 2, 4]);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join("tests/control")).unwrap().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "pir")).collect();
+    files.sort();
+    assert!(files.len() >= 4);
+    for p in files {
+        cases.push((Case { name: p.display().to_string(), src: std::fs::read_to_string(&p).unwrap(), mesh: None, exact: false }, false));
+    }
+    let mut failures = vec![];
+    for (c, twice) in &cases {
+        if let Err(e) = run_case(c, *twice) {
+            failures.push(format!("{} (mesh {:?}): {e}", c.name, c.mesh));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} runs failed:\n\n{}", failures.len(), cases.len(), failures.join("\n\n"));
+
+    // Loop mode: three steps of the program whose step is a while loop of
+    // three SGD iterations, 'w' carried from step to step.
+    let src = std::fs::read_to_string(repo().join("tests/partition/while_dp_sgd.pir")).unwrap();
+    let dir = scratch();
+    let mut m = pjc_front::load(&src).unwrap();
+    pjc_transforms::expand(&mut m).unwrap();
+    let entry = m.func_by_name("main").unwrap();
+    let f = &m.funcs[entry];
+    let mut seed = 5u64;
+    let args: Vec<Tensor> = f.params.iter().map(|&p| random(f.ty(p), &mut seed)).collect();
+    let named: Vec<(String, Tensor)> = (0..f.params.len()).map(|i| (f.param_name(i).to_string(), args[i].clone())).collect();
+    write_npys(&dir, &named);
+    let mut w = args[0].clone();
+    for _ in 0..3 {
+        w = pjc_interp::eval(&m, entry, vec![w, args[1].clone(), args[2].clone()]).unwrap()[0].clone();
+    }
+    let exe = compile(&dir, "sgd", &src, None).unwrap();
+    let p = |n: &str| dir.join(n).display().to_string();
+    let mut a: Vec<String> = vec![];
+    for (n, _) in &named {
+        a.extend(["--input".into(), format!("{n}={}", p(&format!("{n}.npy")))]);
+    }
+    a.extend(["--steps".into(), "3".into(), "--output".into(), p("out.safetensors")]);
+    let o = launch_exe(Some(2), &exe, &a);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let got = pjc_tensor::read_safetensors(&dir.join("out.safetensors")).unwrap();
+    let (_, gw) = got.iter().find(|(n, _)| n == "w").expect("output 'w'");
+    assert_close(&w, gw, Tolerance::spec_long_sums(DType::F32), "w after three loop-mode steps");
+    let _ = std::fs::remove_dir_all(&dir);
+}

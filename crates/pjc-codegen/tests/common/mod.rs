@@ -85,17 +85,17 @@ pub fn interpret(m: &Module, args: &[Tensor]) -> Vec<Tensor> {
 /// Whether the plan computes result `r` through a reduction kernel or a
 /// library step (where the spec allows reassociation).
 pub fn reassociates(plan: &Plan) -> bool {
-    plan.steps.iter().any(|s| match s {
+    pjc_plan::control::preorder(&plan.steps).into_iter().any(|s| match s {
         Step::Kernel(k) => k.reduce.is_some(),
         Step::Library { .. } => true,
-        Step::Collective { .. } => false,
+        Step::Collective { .. } | Step::Control(_) => false,
     })
 }
 
 /// Largest reduction (elements combined into one output) in the plan.
 pub fn largest_reduction(plan: &Plan) -> u64 {
-    plan.steps
-        .iter()
+    pjc_plan::control::preorder(&plan.steps)
+        .into_iter()
         .map(|s| match s {
             Step::Kernel(k) => k.reduce.as_ref().map_or(0, |r| r.shape.iter().product()),
             Step::Library { .. } => 1 << 20,

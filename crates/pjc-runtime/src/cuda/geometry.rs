@@ -87,6 +87,14 @@ pub fn concat_plan(chunk_shape: &[usize], dim: usize, n: usize, esize: usize) ->
 }
 
 /// Applies copies on host bytes (what the device does; for tests).
+/// The byte offset of slice `pos` (of `len` bytes) in a whole buffer of
+/// `total` bytes, where a scan's window points during iteration `pos`;
+/// `None` past the end.
+pub fn window_offset(pos: u64, len: usize, total: usize) -> Option<u64> {
+    let off = pos.checked_mul(len as u64)?;
+    (off.checked_add(len as u64)? <= total as u64).then_some(off)
+}
+
 #[cfg(test)]
 pub fn apply(plan: &[Copy2D], src: &[u8], dst: &mut [u8]) {
     for c in plan {
@@ -160,5 +168,14 @@ mod tests {
         assert_eq!(pack_plan(&[4, 3], 0, 2, 4), None);
         assert_eq!(pack_plan(&[4, 3], 1, 1, 4), None);
         assert_eq!(pack_plan(&[1, 1, 6], 2, 3, 4), None);
+    }
+
+    #[test]
+    fn windows_point_inside_their_whole_buffer() {
+        // Slice 2 of 5 slices of 64 bytes.
+        assert_eq!(window_offset(2, 64, 320), Some(128));
+        assert_eq!(window_offset(4, 64, 320), Some(256));
+        assert_eq!(window_offset(5, 64, 320), None);
+        assert_eq!(window_offset(u64::MAX, 64, 320), None);
     }
 }

@@ -148,10 +148,12 @@ fn cuda(what: &str) -> impl Fn(result::DriverError) -> RuntimeError + '_ {
     move |e| RuntimeError::Env(format!("{what}: {e}"))
 }
 
-/// One device allocation.
+/// One buffer's device memory: an allocation, or (a window of a scan,
+/// `owned` false) a slice of its whole buffer's, re-pointed each iteration.
 struct DevMem {
     ptr: sys::CUdeviceptr,
     bytes: usize,
+    owned: bool,
 }
 
 /// A step as it runs on this device.
@@ -161,7 +163,9 @@ enum Exec {
         func: sys::CUfunction,
         grid: u32,
         block: u32,
-        args: Vec<u64>,
+        /// The buffers of its pointer parameters (their device pointers are
+        /// read at launch: control flow swaps and re-points them).
+        args: Vec<usize>,
         n: i64,
     },
     Gemm {
@@ -296,11 +300,15 @@ impl CudaBackend {
         // SAFETY: a fresh allocation in the current context.
         let ptr =
             unsafe { result::malloc_sync(bytes.max(1)) }.map_err(|e| RuntimeError::Env(format!("cannot allocate {bytes} bytes on the GPU: {e}")))?;
-        Ok(DevMem { ptr, bytes })
+        Ok(DevMem { ptr, bytes, owned: true })
     }
 
     fn alloc_buffers(&mut self) -> Result<(), RuntimeError> {
         for b in &self.plan.buffers {
+            if let BufferKind::Window { .. } = b.kind {
+                self.bufs.push(DevMem { ptr: 0, bytes: b.bytes() as usize, owned: false });
+                continue;
+            }
             let m = CudaBackend::alloc(b.bytes() as usize).map_err(|e| RuntimeError::Env(format!("not enough GPU memory for buffer %{} ({}): {e}", b.name, b.ty)))?;
             self.bufs.push(m);
         }
@@ -343,8 +351,12 @@ impl CudaBackend {
         let mut kernels = ptx.kernels.iter();
         let mut needs_blas = false;
         let mut steps = vec![];
-        for step in &self.plan.steps {
+        // Per step in pre-order (control steps' blocks included), the
+        // numbering `run` and `pjc_plan::control::run_control` use.
+        for step in pjc_plan::control::preorder(&self.plan.steps) {
             let exec = match step {
+                // Driven by `run_control` through `Machine` (below).
+                Step::Control(_) => Exec::Skip,
                 Step::Kernel(k) => {
                     let pk = kernels.next().ok_or_else(|| RuntimeError::Internal(format!("kernel {} has no PTX launch information", k.name)))?;
                     if pk.name != k.name {
@@ -357,7 +369,7 @@ impl CudaBackend {
                             // SAFETY: the module is loaded; the name is NUL-terminated.
                             let func = unsafe { result::module::get_function(module, name) }
                                 .map_err(cuda(&format!("kernel {} is not in the PTX", pk.name)))?;
-                            let args = pk.buffers.iter().map(|&b| self.bufs[b].ptr).collect();
+                            let args = pk.buffers.clone();
                             Exec::Kernel { func, grid, block, args, n: pk.points as i64 }
                         }
                     }
@@ -469,7 +481,7 @@ impl CudaBackend {
         match &self.steps[si] {
             Exec::Skip => Ok(()),
             Exec::Kernel { func, grid, block, args, n } => {
-                let mut vals: Vec<u64> = args.clone();
+                let mut vals: Vec<u64> = args.iter().map(|&b| self.bufs[b].ptr).collect();
                 vals.push(*n as u64);
                 let mut params: Vec<*mut c_void> = vals.iter_mut().map(|v| v as *mut u64 as *mut c_void).collect();
                 // SAFETY: the kernel takes one pointer per buffer then i64 n
@@ -548,6 +560,42 @@ impl CudaBackend {
 }
 
 impl CudaBackend {
+    /// Runs `steps` (of this backend's plan), the first numbered `first` in
+    /// pre-order: every step is enqueued on the stream, control steps through
+    /// `pjc_plan::control::run_control` (a `while` waits for its predicate
+    /// each iteration, a `switch` for its index; a `scan` never waits).
+    fn run_steps(&mut self, steps: &[Step], first: usize) -> Result<(), RuntimeError> {
+        let mut si = first;
+        for step in steps {
+            if let Step::Control(c) = step {
+                let buffers = std::mem::take(&mut self.plan.buffers);
+                let r = pjc_plan::control::run_control(&buffers, c, si, self, RuntimeError::Internal);
+                self.plan.buffers = buffers;
+                r?;
+                si += pjc_plan::control::step_count(step);
+                continue;
+            }
+            let start = std::time::Instant::now();
+            self.run_step(si).map_err(|e| match e {
+                RuntimeError::Env(m) => RuntimeError::Env(format!("GPU {} step {si}: {m}", self.ordinal)),
+                other => other,
+            })?;
+            if self.trace.is_some() {
+                // Tracing times each step on the device: wait for it.
+                self.stream.synchronize().map_err(cuda("synchronizing the stream"))?;
+                let (name, cat, args) = match step {
+                    Step::Kernel(k) => (k.name.clone(), "kernel", serde_json::json!({})),
+                    Step::Library { inst, .. } => (inst.op.to_string(), "gemm", serde_json::json!({})),
+                    Step::Collective { inst, input, .. } => (inst.op.to_string(), "collective", serde_json::json!({"bytes": self.plan.buffers[*input].bytes()})),
+                    Step::Control(_) => unreachable!("handled above"),
+                };
+                self.traced(name, cat, start, args);
+            }
+            si += 1;
+        }
+        Ok(())
+    }
+
     fn traced(&mut self, name: String, cat: &str, start: std::time::Instant, args: serde_json::Value) {
         if let Some(t) = &mut self.trace {
             t.push(crate::trace::Event { name, cat: cat.to_string(), start, dur: start.elapsed(), args });
@@ -572,24 +620,8 @@ impl Backend for CudaBackend {
 
     fn run(&mut self) -> Result<(), RuntimeError> {
         self.ctx.bind_to_thread().map_err(cuda("binding the CUDA context"))?;
-        for si in 0..self.steps.len() {
-            let start = std::time::Instant::now();
-            self.run_step(si).map_err(|e| match e {
-                RuntimeError::Env(m) => RuntimeError::Env(format!("GPU {} step {si}: {m}", self.ordinal)),
-                other => other,
-            })?;
-            if self.trace.is_some() {
-                // Tracing times each step on the device: wait for it.
-                self.stream.synchronize().map_err(cuda("synchronizing the stream"))?;
-                let (name, cat, args) = match &self.plan.steps[si] {
-                    Step::Kernel(k) => (k.name.clone(), "kernel", serde_json::json!({})),
-                    Step::Library { inst, .. } => (inst.op.to_string(), "gemm", serde_json::json!({})),
-                    Step::Collective { inst, input, .. } => (inst.op.to_string(), "collective", serde_json::json!({"bytes": self.plan.buffers[*input].bytes()})),
-                };
-                self.traced(name, cat, start, args);
-            }
-        }
-        Ok(())
+        let plan = self.plan.clone();
+        self.run_steps(&plan.steps, 0)
     }
 
     fn result(&mut self, k: usize) -> Result<Tensor, RuntimeError> {
@@ -656,6 +688,48 @@ impl Backend for CudaBackend {
     }
 }
 
+/// Control flow on the GPU: blocks are enqueued like the plan's steps;
+/// carried buffers swap their device pointers and windows are re-pointed into
+/// their whole buffers (no copies); only predicates and indices are read back.
+impl pjc_plan::control::Machine for CudaBackend {
+    type Error = RuntimeError;
+    fn run_block(&mut self, block: &pjc_plan::Block, first: usize) -> Result<(), RuntimeError> {
+        self.run_steps(&block.steps, first)
+    }
+    fn copy(&mut self, dst: usize, src: usize) -> Result<(), RuntimeError> {
+        let (d, s) = (&self.bufs[dst], &self.bufs[src]);
+        if d.bytes != s.bytes {
+            return Err(RuntimeError::Internal(format!("copy of b{src} into b{dst} of another size")));
+        }
+        self.dtod(d.ptr, s.ptr, d.bytes)
+    }
+    fn swap(&mut self, a: usize, b: usize) -> Result<(), RuntimeError> {
+        if !self.bufs[a].owned || !self.bufs[b].owned {
+            return Err(RuntimeError::Internal(format!("swap of a window (b{a}, b{b})")));
+        }
+        self.bufs.swap(a, b);
+        Ok(())
+    }
+    fn read_scalar(&mut self, b: usize) -> Result<Vec<u8>, RuntimeError> {
+        let mut bytes = vec![0u8; self.bufs[b].bytes];
+        // SAFETY: the buffer holds `bytes.len()` bytes; synchronized below
+        // before `bytes` is read.
+        unsafe { result::memcpy_dtoh_async(&mut bytes[..], self.bufs[b].ptr, self.cu_stream()) }.map_err(cuda("reading a predicate or index from the GPU"))?;
+        self.stream.synchronize().map_err(cuda("waiting for the GPU"))?;
+        Ok(bytes)
+    }
+    fn enter_window(&mut self, w: usize, whole: usize, pos: u64, _read: bool) -> Result<(), RuntimeError> {
+        let len = self.bufs[w].bytes;
+        let (ptr, total) = (self.bufs[whole].ptr, self.bufs[whole].bytes);
+        let off = geometry::window_offset(pos, len, total).ok_or_else(|| RuntimeError::Internal(format!("window b{w} at slice {pos} lies outside b{whole}")))?;
+        self.bufs[w].ptr = ptr + off;
+        Ok(())
+    }
+    fn leave_window(&mut self, _w: usize, _whole: usize, _pos: u64, _written: bool) -> Result<(), RuntimeError> {
+        Ok(())
+    }
+}
+
 impl Drop for CudaBackend {
     fn drop(&mut self) {
         // Errors here cannot be reported; the process is ending or failing.
@@ -664,7 +738,7 @@ impl Drop for CudaBackend {
         collective::destroy(&self.groups, self.nccl);
         self.groups.clear();
         self.blas = None;
-        for m in self.bufs.drain(..).chain(self.scratch.iter_mut().filter_map(Option::take)).chain(self.carry_scratch.take()) {
+        for m in self.bufs.drain(..).filter(|m| m.owned).chain(self.scratch.iter_mut().filter_map(Option::take)).chain(self.carry_scratch.take()) {
             CudaBackend::free(m);
         }
         if let Some(m) = self.module.take() {
