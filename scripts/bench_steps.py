@@ -12,6 +12,12 @@
 - `gpt`: the forward pass of a GPT block (benches/gpt_block/gen.py: batch 8, sequence 256,
   d_model 512, 8 heads, MLP 2048) on one process against its JAX twin
   (benches/gpt_block/jax_block.py, jitted on one device);
+- `gpt_scan`: a stack of 24 such blocks (issue 16, part 8), written as flax's `nn.scan`
+  exports it — one `scan` over weights stacked along dimension 0, the block as its
+  step — against the same 24 blocks unrolled (weights of their own per layer), both
+  compiled by pjc: compile time of the scan stack against the one-block program and the
+  unrolled stack, step time of the scan stack against the unrolled one, and their
+  agreement (the same values, so the same sums in the same order);
 - `resnet50`, `mlp`, `convnet`: programs written in plain JAX (benches/<name>/model.py),
   exported to PIR by jax2pir (benches/harness/jax_steps.py): ResNet-50 at 224x224,
   batch 8 (the forward pass with batch norm folded, and a training step), an MLP
@@ -60,7 +66,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = ["gemm", "gpt", "resnet50", "mlp", "convnet", "dp2"]
+SECTIONS = ["gemm", "gpt", "gpt_scan", "resnet50", "mlp", "convnet", "dp2"]
 MPI_ENV = {
     "OMPI_ALLOW_RUN_AS_ROOT": "1",
     "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
@@ -341,6 +347,71 @@ def gpt(a, devices, work):
             "breakdown": bd, "sizes": (b, s, d, h, f)}
 
 
+def gpt_scan(a, work):
+    """24 GPT blocks as one scan against the same blocks unrolled (benches/gpt_block/gen.py
+    --layers), and the one-block program's compile time."""
+    b, s, d, h, f = gpt_sizes(a.quick)
+    layers = 4 if a.quick else 24
+    sizes = ["--batch", b, "--seq", s, "--d-model", d, "--heads", h, "--ff", f]
+    out = {"layers": layers, "sizes": (b, s, d, h, f)}
+    for kind in ["one", "scan", "unrolled"]:
+        w = work / kind
+        w.mkdir(parents=True, exist_ok=True)
+        extra = [] if kind == "one" else ["--layers", layers, "--stack", kind]
+        gflop = json.loads(run([sys.executable, ROOT / "benches/gpt_block/gen.py", w] + sizes + extra, what="gpt_block/gen.py"))["gflop"]
+        compile_s, timed = compile_pjc(a, w / "block.pir", w / "inputs.safetensors", 1, w)
+        out[kind] = {"compile_s": compile_s, "gflop": gflop, "timed": timed,
+                     "statements": len(re.findall(r"^\s*%", (w / "block.pir").read_text(), re.M)),
+                     "kernels": len(re.findall(r"^\s*kernel ", run([a.pjc, "compile", w / "block.pir", "--emit", "plan"]), re.M))}
+    # Step times, the two stacks alternating.
+    for _ in range(a.rounds):
+        for kind in ["scan", "unrolled"]:
+            times, _, _ = out[kind]["timed"]()
+            if "ms" not in out[kind] or statistics.median(times) < out[kind]["ms"]:
+                out[kind]["ms"], out[kind]["best"] = statistics.median(times), min(times)
+    got = {k: dict(read_safetensors(work / k / "pjc.safetensors")) for k in ["scan", "unrolled"]}
+    x, y = got["scan"]["out"], got["unrolled"]["out"]
+    out["rel_diff"] = max(abs(p - q) for p, q in zip(x, y)) / max(abs(q) for q in y)
+    return out
+
+
+def read_safetensors(path):
+    """(name, flat list of f32 values) of a safetensors file (standard library only)."""
+    import struct
+    raw = Path(path).read_bytes()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        lo, hi = t["data_offsets"]
+        yield name, struct.unpack(f"<{(hi - lo) // 4}f", raw[8 + n + lo:8 + n + hi])
+
+
+def gpt_scan_section(a, r):
+    b, s, d, h, f = r["sizes"]
+    L, one, sc, un = r["layers"], r["one"], r["scan"], r["unrolled"]
+    return "\n".join([
+        "## A stack of GPT blocks as one scan (issue 16, part 8)\n",
+        f"{L} GPT blocks [{b},{s},{d}] ({h} heads of {d // h}, MLP {f}, f32; {sc['gflop']:.0f} GFLOP of products per step), "
+        f"`benches/gpt_block/gen.py --layers {L}`: `--stack scan` writes them as flax's `nn.scan` exports a layer stack "
+        f"(each weight stacked along a new dimension 0, one `scan` whose step is the block, the activations its carry), "
+        f"`--stack unrolled` as {L} blocks one after the other with weights of their own (the same values). "
+        f"pjc compiles the scan's step once — its kernels fuse inside it, its products read their weights through "
+        f"windows into the stacked arrays — and the step runs {L} times. Both executables in loop mode, "
+        f"median step of {a.steps} (the first left out), the better of {a.rounds} rounds, the two alternating. "
+        f"The outputs agree to {r['rel_diff']:.1e} of the largest magnitude.\n",
+        "| program | statements | plan kernels | `pjc compile -o` s | ms/step, median (best) | GFLOP/s |",
+        "|---|---:|---:|---:|---:|---:|",
+        f"| one block | {one['statements']} | {one['kernels']} | {one['compile_s']:.1f} | | |",
+        f"| {L} blocks, one scan | {sc['statements']} | {sc['kernels']} | {sc['compile_s']:.1f} | {sc['ms']:.0f} ({sc['best']:.0f}) | {sc['gflop'] / sc['ms'] * 1e3:.0f} |",
+        f"| {L} blocks unrolled | {un['statements']} | {un['kernels']} | {un['compile_s']:.1f} | {un['ms']:.0f} ({un['best']:.0f}) | {un['gflop'] / un['ms'] * 1e3:.0f} |",
+        "",
+        f"Compile time: the scan stack {sc['compile_s'] / one['compile_s']:.1f}x the one-block program's, the unrolled stack "
+        f"{un['compile_s'] / one['compile_s']:.1f}x. Step time: the scan stack {sc['ms'] / un['ms']:.2f}x the unrolled one's.\n",
+    ])
+
+
 def agree(r):
     """The agreement column: pjc against JAX; where they differ by more than AGREE, both
     against the float64 result (benches/harness/jax_steps.py ref)."""
@@ -482,6 +553,13 @@ def main():
                 lines.append("")
                 lines.append(f"(pjc compile -o: {r['compile_s']:.1f} s.)\n")
                 slow.append(r)
+
+        if "gpt_scan" in only:
+            print("bench_steps.py: gpt_scan ...", file=sys.stderr, flush=True)
+            try:
+                lines.append(gpt_scan_section(a, gpt_scan(a, tmp / "gptscan")))
+            except Exception as e:
+                lines.append(f"## A stack of GPT blocks as one scan (issue 16, part 8)\n\nFailed: {str(e)[:300]}\n")
 
         one = [(m, p) for m, p in [("resnet50", "forward"), ("resnet50", "train"), ("mlp", "train"), ("convnet", "train")]
                if m in only]

@@ -391,13 +391,6 @@ impl HostRun<'_> {
     fn step(&mut self, step: &Step, si: usize) -> Result<(), HostError> {
         let (plan, threads) = (self.plan, self.threads);
         let start = std::time::Instant::now();
-        let (name, kind, bytes) = match step {
-            Step::Kernel(k) => (k.name.clone(), "kernel", 0),
-            Step::Library { inst, .. } if inst.op == Opcode::DotGeneral => (inst.op.to_string(), "gemm", 0),
-            Step::Library { inst, .. } => (inst.op.to_string(), "library", 0),
-            Step::Collective { inst, input, .. } => (inst.op.to_string(), "collective", plan.buffers[*input].bytes()),
-            Step::Control(c) => (control_name(c).to_string(), "control", 0),
-        };
         let bufs = &mut *self.bufs;
         match step {
             Step::Kernel(k) => {
@@ -428,6 +421,13 @@ impl HostRun<'_> {
             Step::Control(c) => pjc_plan::control::run_control(&plan.buffers, c, si, self, HostError::Runtime)?,
         }
         if let Some(t) = self.trace.as_deref_mut() {
+            let (name, kind, bytes) = match step {
+                Step::Kernel(k) => (k.name.clone(), "kernel", 0),
+                Step::Library { inst, .. } if inst.op == Opcode::DotGeneral => (inst.op.to_string(), "gemm", 0),
+                Step::Library { inst, .. } => (inst.op.to_string(), "library", 0),
+                Step::Collective { inst, input, .. } => (inst.op.to_string(), "collective", plan.buffers[*input].bytes()),
+                Step::Control(c) => (control_name(c).to_string(), "control", 0),
+            };
             t.push(StepEvent { name, kind, start, dur: start.elapsed(), bytes });
         }
         Ok(())

@@ -3,29 +3,9 @@
 //! whole loop, disagreeing annotations are an error naming the value, and
 //! dim 0 of scanned operands and stacked outputs is never split by the loop.
 
-use pjc_ir::{FuncKind, Module};
-use std::collections::BTreeMap;
+mod common;
 
-fn load(src: &str) -> Module {
-    pjc_front::load(src).unwrap_or_else(|d| panic!("{}", pjc_front::render("test.pir", src, &d)))
-}
-
-/// `@func %value` (or `@func -> k`) to its sharding, after propagation.
-fn shardings(m: &Module) -> BTreeMap<String, String> {
-    let entry = m.func_by_name("main").unwrap();
-    let p = pjc_sharding::propagate(m, entry);
-    let a = pjc_sharding::annotate(m, &p);
-    let mut out = BTreeMap::new();
-    for f in a.funcs.values().filter(|f| f.kind == FuncKind::Global) {
-        for v in f.values.values() {
-            out.insert(format!("@{} %{}", f.name, v.name), v.sharding.as_ref().unwrap().to_string());
-        }
-        for (k, r) in f.results.iter().enumerate() {
-            out.insert(format!("@{} -> {k}", f.name), r.sharding.as_ref().unwrap().to_string());
-        }
-    }
-    out
-}
+use common::{load, shardings};
 
 const LOOP: &str = "func @cond(%i: i32[], %x: f32[8,4]) -> (pred[]) {
   %n = constant 3 : i32[]

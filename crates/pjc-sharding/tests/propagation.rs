@@ -2,27 +2,11 @@
 //! program is valid PIR, and the answer does not depend on the order in which
 //! functions are written.
 
-use pjc_ir::{FuncKind, Module};
-use std::collections::BTreeMap;
+mod common;
+
+use common::{load, shardings};
+use pjc_ir::FuncKind;
 use std::path::PathBuf;
-
-fn load(src: &str) -> Module {
-    pjc_front::load(src).unwrap_or_else(|d| panic!("{}", pjc_front::render("test.pir", src, &d)))
-}
-
-/// `%name -> sharding` for every value of every func, after propagation.
-fn shardings(m: &Module) -> BTreeMap<String, String> {
-    let entry = m.func_by_name("main").unwrap();
-    let p = pjc_sharding::propagate(m, entry);
-    let a = pjc_sharding::annotate(m, &p);
-    let mut out = BTreeMap::new();
-    for f in a.funcs.values().filter(|f| f.kind == FuncKind::Global) {
-        for v in f.values.values() {
-            out.insert(format!("@{} %{}", f.name, v.name), v.sharding.as_ref().unwrap().to_string());
-        }
-    }
-    out
-}
 
 fn sharding_tests() -> Vec<(PathBuf, String)> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/text/sharding");
