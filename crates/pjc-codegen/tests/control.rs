@@ -224,3 +224,40 @@ fn every_control_flow_plan_assembles_as_ptx() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+#[test]
+fn loop_buffers_keep_their_memory_through_the_loop_and_branches_share_theirs() {
+    for file in ["tests/control/nested_loops.pir", "tests/control/switch_results.pir", "tests/control/switch_temps.pir", "tests/control/carries_permuted.pir", "tests/control/scan_outputs_in_place.pir"] {
+        let plan = compile(&load(file)).unwrap();
+        let mem = pjc_fusion::plan_memory(&plan, &[]);
+        let span = |b: usize| (mem.offsets[b], mem.offsets[b] + plan.buffers[b].bytes().max(1));
+        let apart = |a: usize, b: usize| {
+            let ((a0, a1), (b0, b1)) = (span(a), span(b));
+            a1 <= b0 || b1 <= a0
+        };
+        let real = |b: usize| !matches!(plan.buffers[b].kind, BufferKind::Window { .. });
+        for c in controls(&plan) {
+            // What a control step names itself (state, outputs, its blocks'
+            // results) is live through the whole loop: apart from everything
+            // its blocks write.
+            let own: Vec<usize> = c.clone().own_buffers_mut().into_iter().map(|b| *b).filter(|&b| real(b)).collect();
+            let inside: Vec<usize> = c.blocks().iter().flat_map(|b| b.steps.iter().flat_map(pjc_plan::control::step_buffers)).filter(|&b| real(b)).collect();
+            for &o in &own {
+                for &t in &inside {
+                    assert!(o == t || own.contains(&t) || apart(o, t), "{file}: b{o} and b{t} share memory:\n{plan}");
+                }
+            }
+        }
+    }
+    // A switch's branches never run together: a temporary of @norm (branch
+    // 1) reuses the memory of one of @softmax's (branch 0).
+    let plan = compile(&load("tests/control/switch_temps.pir")).unwrap();
+    let mem = pjc_fusion::plan_memory(&plan, &[]);
+    let Control::Switch { branches, outputs, .. } = controls(&plan)[0] else { panic!("{plan}") };
+    let temps = |b: &pjc_plan::Block| -> Vec<usize> {
+        b.steps.iter().flat_map(pjc_plan::control::step_buffers).filter(|t| !outputs.contains(t) && !b.params.contains(t)).collect()
+    };
+    let (k, c) = (temps(&branches[0]), temps(&branches[1]));
+    assert!(!k.is_empty() && !c.is_empty(), "{plan}");
+    assert!(c.iter().any(|&t| k.iter().any(|&u| mem.offsets[t] == mem.offsets[u])), "{plan}\n{:?}", mem.offsets);
+}

@@ -34,13 +34,42 @@ fn step_io(s: &Step) -> (Vec<usize>, Vec<usize>) {
             (ins, outs)
         }
         Step::Collective { input, output, .. } => (vec![*input], vec![*output]),
-        // Everything a loop or a switch names is live while it runs (its
-        // blocks' temporaries, swapped with the state, included).
+        // Everything a loop or a switch and its blocks name.
         Step::Control(_) => {
             let all = pjc_plan::control::step_buffers(s);
             (all.clone(), all)
         }
     }
+}
+
+/// The plan's steps as a sequence of events, each reading and writing
+/// buffers, with the step it is (None for the start and end of a control
+/// step). A control step is its start (which reads the initial values and
+/// writes the buffers it names itself: state, outputs, its blocks' results),
+/// its blocks' steps one block after another, and its end (which reads all
+/// of those): the buffers a loop carries or swaps live through the whole
+/// loop, while a temporary of one block lives only within it — the blocks of
+/// a loop or a switch never run at the same time, so their temporaries share
+/// memory.
+fn events(steps: &[Step]) -> Vec<(Vec<usize>, Vec<usize>, Option<&Step>)> {
+    let mut out = vec![];
+    for s in steps {
+        match s {
+            Step::Control(c) => {
+                let own: Vec<usize> = c.clone().own_buffers_mut().into_iter().map(|b| *b).collect();
+                out.push((own.clone(), own.clone(), None));
+                for b in c.blocks() {
+                    out.extend(events(&b.steps));
+                }
+                out.push((own, vec![], None));
+            }
+            s => {
+                let (ins, outs) = step_io(s);
+                out.push((ins, outs, Some(s)));
+            }
+        }
+    }
+    out
 }
 
 /// Whether node `n` is the row-major linear index of the first `shape.len()`
@@ -63,27 +92,29 @@ fn is_identity_index(k: &Kernel, n: NodeId, shape: &[u64]) -> bool {
 /// result is the parameter's next value (state carry, spec section 5).
 pub fn plan_memory(p: &Plan, carried: &[(usize, usize)]) -> Memory {
     let n = p.buffers.len();
-    let steps = p.steps.len();
-    // Live interval [def, last] in step numbers; parameters and constants are
-    // defined before step 0, results live to the end.
-    let mut def = vec![0usize; n];
+    let events = events(&p.steps);
+    let steps = events.len();
+    // Live interval [def, last] in event numbers (a buffer is defined by its
+    // first write); parameters and constants are defined before event 0,
+    // results live to the end.
+    let mut def: Vec<Option<usize>> = vec![None; n];
     let mut last = vec![0usize; n];
     for (i, b) in p.buffers.iter().enumerate() {
         if matches!(b.kind, BufferKind::Param(_) | BufferKind::Constant(_)) {
-            def[i] = 0;
+            def[i] = Some(0);
             last[i] = 0;
         }
     }
-    for (s, step) in p.steps.iter().enumerate() {
-        let (ins, outs) = step_io(step);
-        for b in ins {
+    for (s, (ins, outs, _)) in events.iter().enumerate() {
+        for &b in ins {
             last[b] = last[b].max(s + 1);
         }
-        for b in outs {
-            def[b] = s + 1;
+        for &b in outs {
+            def[b].get_or_insert(s + 1);
             last[b] = last[b].max(s + 1);
         }
     }
+    let def: Vec<usize> = def.into_iter().map(|d| d.unwrap_or(0)).collect();
     for &r in &p.results {
         last[r] = steps + 1;
     }
@@ -110,8 +141,7 @@ pub fn plan_memory(p: &Plan, carried: &[(usize, usize)]) -> Memory {
         let producer = def[rb];
         let mut readers_after = 0;
         let mut safe = true;
-        for (s, step) in p.steps.iter().enumerate() {
-            let (ins, _) = step_io(step);
+        for (s, (ins, _, step)) in events.iter().enumerate() {
             if !ins.contains(&pb) {
                 continue;
             }
@@ -119,7 +149,7 @@ pub fn plan_memory(p: &Plan, carried: &[(usize, usize)]) -> Memory {
                 readers_after += 1;
             } else if s + 1 == producer {
                 safe &= match step {
-                    Step::Kernel(k) if k.reduce.is_none() => k.nodes.iter().all(|node| match node {
+                    Some(Step::Kernel(k)) if k.reduce.is_none() => k.nodes.iter().all(|node| match node {
                         Node::Load { input, index } if k.inputs[*input].buffer == pb => {
                             is_identity_index(k, *index, &p.buffers[pb].ty.shape)
                         }
