@@ -72,8 +72,23 @@ pub const MAX_FUSION_DEPTH: usize = 256;
 /// from the shapes.
 pub fn plan(f: &Function) -> Result<Plan, Unplannable> {
     let plan = plan_function(f)?;
-    control::reject_unresolved(f, &plan)?;
+    reject_unresolved(f, &plan)?;
     Ok(plan)
+}
+
+/// `plan` of a function alone: control flow needs its bodies.
+fn reject_unresolved(f: &Function, plan: &Plan) -> Result<(), Unplannable> {
+    match plan.steps.iter().find(|s| matches!(s, Step::Control(_))) {
+        None => Ok(()),
+        Some(_) => {
+            let inst = f.body.iter().map(|&i| &f.insts[i]).find(|d| d.op.is_control()).expect("a control step comes from a control op");
+            Err(Unplannable::Construct {
+                func: f.name.clone(),
+                value: f.values[inst.results[0]].name.clone(),
+                msg: format!("unsupported: '{}' planned without its bodies (pjc_fusion::plan_program plans a program with control flow)", inst.op),
+            })
+        }
+    }
 }
 
 /// The plan of `f` alone: its control-flow steps name their bodies, whose

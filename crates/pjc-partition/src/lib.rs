@@ -84,10 +84,19 @@ pub(crate) struct Partitioner<'a> {
     /// `out`'s value names, shared by every builder (one index per function).
     pub names: Names,
     /// The local bodies of control-flow ops (`control.rs`).
-    pub bodies: control::Bodies,
+    pub bodies: Bodies,
     /// Where the instructions being lowered run ("in the body @b of while
     /// %x"), innermost last: the reasons of collectives inserted there say so.
     pub context: Vec<String>,
+}
+
+/// The local bodies of control-flow ops made so far (`control.rs` makes them).
+#[derive(Default)]
+pub(crate) struct Bodies {
+    /// (function, parameter shardings, result shardings) -> local name.
+    pub made: HashMap<(FuncId, Vec<Vec<Vec<String>>>, Vec<Vec<Vec<String>>>), String>,
+    /// The local functions, in the order they were finished.
+    pub funcs: Vec<Function>,
 }
 
 /// A global value's local representative and its current sharding.

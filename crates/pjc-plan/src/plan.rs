@@ -3,7 +3,6 @@
 //! temporaries), its steps in execution order (loop kernels, library calls,
 //! collectives) and its text form (`pjc compile --emit plan`).
 
-use crate::control::{preorder, write_control, Control};
 use crate::kernel::Kernel;
 use pjc_ir::{AttrValue, InstData, Literal, TensorType};
 use serde::{Deserialize, Serialize};
@@ -171,5 +170,204 @@ fn attr_text(v: &AttrValue) -> String {
         AttrValue::Bool(b) => b.to_string(),
         AttrValue::List(l) => format!("[{}]", l.iter().map(attr_text).collect::<Vec<_>>().join(",")),
         other => format!("{other:?}"),
+    }
+}
+
+// ---- Control-flow steps: their structure (their meaning is `crate::control`'s).
+
+/// The steps of one body function as a control step runs them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Block {
+    /// The function it runs, for `--emit plan`.
+    pub name: String,
+    pub steps: Vec<Step>,
+    /// The buffers its function's parameters are in.
+    pub params: Vec<usize>,
+    /// The buffers its function's results are in when its steps have run.
+    pub results: Vec<usize>,
+}
+
+/// A control-flow step (see the module doc for what each does).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Control {
+    /// `cond.params == body.params == state`; `cond.results == [predicate]`;
+    /// `body.results[k]` is `state[k]` or a temporary swapped into it.
+    While { init: Vec<usize>, state: Vec<usize>, cond: Block, body: Block },
+    /// `step.params == state ++ scanned`, `step.results == carries ++ stacked`:
+    /// the carries as in `while`; `scanned` and `stacked` are window buffers.
+    Scan { length: u64, reverse: bool, init: Vec<usize>, state: Vec<usize>, scanned: Vec<usize>, stacked: Vec<usize>, step: Block },
+    /// `branches[i].params == operands`, `branches[i].results == outputs`.
+    Switch { index: usize, operands: Vec<usize>, outputs: Vec<usize>, branches: Vec<Block> },
+}
+
+impl Control {
+    /// The blocks, in step-numbering order.
+    pub fn blocks(&self) -> Vec<&Block> {
+        match self {
+            Control::While { cond, body, .. } => vec![cond, body],
+            Control::Scan { step, .. } => vec![step],
+            Control::Switch { branches, .. } => branches.iter().collect(),
+        }
+    }
+
+    pub fn blocks_mut(&mut self) -> Vec<&mut Block> {
+        match self {
+            Control::While { cond, body, .. } => vec![cond, body],
+            Control::Scan { step, .. } => vec![step],
+            Control::Switch { branches, .. } => branches.iter_mut().collect(),
+        }
+    }
+
+    /// The buffers the step itself names (not those of its blocks' steps).
+    pub fn own_buffers_mut(&mut self) -> Vec<&mut usize> {
+        let mut out: Vec<&mut usize> = vec![];
+        match self {
+            Control::While { init, state, cond, body } => {
+                out.extend(init.iter_mut());
+                out.extend(state.iter_mut());
+                for b in [cond, body] {
+                    out.extend(b.params.iter_mut());
+                    out.extend(b.results.iter_mut());
+                }
+            }
+            Control::Scan { init, state, scanned, stacked, step, .. } => {
+                out.extend(init.iter_mut());
+                out.extend(state.iter_mut());
+                out.extend(scanned.iter_mut());
+                out.extend(stacked.iter_mut());
+                out.extend(step.params.iter_mut());
+                out.extend(step.results.iter_mut());
+            }
+            Control::Switch { index, operands, outputs, branches } => {
+                out.push(index);
+                out.extend(operands.iter_mut());
+                out.extend(outputs.iter_mut());
+                for b in branches {
+                    out.extend(b.params.iter_mut());
+                    out.extend(b.results.iter_mut());
+                }
+            }
+        }
+        out
+    }
+
+    /// The op's results, as the plan around it sees them: the state (and, for
+    /// `scan`, the whole buffers of the stacked outputs), or the outputs.
+    pub fn outputs(&self, buffers: &[Buffer]) -> Vec<usize> {
+        match self {
+            Control::While { state, .. } => state.clone(),
+            Control::Scan { state, stacked, .. } => state.iter().copied().chain(stacked.iter().map(|&w| whole_of(buffers, w))).collect(),
+            Control::Switch { outputs, .. } => outputs.clone(),
+        }
+    }
+}
+
+/// The buffer a window buffer is a slice of (itself for any other buffer).
+pub fn whole_of(buffers: &[Buffer], w: usize) -> usize {
+    match buffers[w].kind {
+        BufferKind::Window { whole } => whole,
+        _ => w,
+    }
+}
+
+/// How many steps `s` counts in the pre-order numbering: itself and, for a
+/// control step, every step of its blocks.
+pub fn step_count(s: &Step) -> usize {
+    match s {
+        Step::Control(c) => 1 + c.blocks().iter().map(|b| steps_count(&b.steps)).sum::<usize>(),
+        _ => 1,
+    }
+}
+
+/// [`step_count`] summed over `steps`.
+pub fn steps_count(steps: &[Step]) -> usize {
+    steps.iter().map(step_count).sum()
+}
+
+/// Every step of `steps` and of the blocks of its control steps, in pre-order
+/// (the numbering backends index their per-step data by).
+pub fn preorder(steps: &[Step]) -> Vec<&Step> {
+    let mut out = vec![];
+    // An explicit stack: nesting depth is the program's, not the machine stack's.
+    let mut stack: Vec<std::slice::Iter<'_, Step>> = vec![steps.iter()];
+    while let Some(top) = stack.last_mut() {
+        let Some(s) = top.next() else {
+            stack.pop();
+            continue;
+        };
+        out.push(s);
+        if let Step::Control(c) = s {
+            for b in c.blocks().into_iter().rev() {
+                stack.push(b.steps.iter());
+            }
+        }
+    }
+    out
+}
+
+/// Applies `f` to every buffer number `steps` name, nested blocks included.
+pub fn remap_buffers(steps: &mut [Step], f: &mut dyn FnMut(&mut usize)) {
+    for s in steps {
+        match s {
+            Step::Kernel(k) => k.inputs.iter_mut().chain(k.outputs.iter_mut()).for_each(|b| f(&mut b.buffer)),
+            Step::Library { inputs, outputs, device, .. } => {
+                inputs.iter_mut().chain(outputs.iter_mut()).for_each(&mut *f);
+                for k in device {
+                    k.inputs.iter_mut().chain(k.outputs.iter_mut()).for_each(|b| f(&mut b.buffer));
+                }
+            }
+            Step::Collective { input, output, .. } => {
+                f(input);
+                f(output);
+            }
+            Step::Control(c) => {
+                c.own_buffers_mut().into_iter().for_each(&mut *f);
+                for b in c.blocks_mut() {
+                    remap_buffers(&mut b.steps, f);
+                }
+            }
+        }
+    }
+}
+
+/// Every buffer step `s` names, its blocks' steps included (with repeats).
+pub fn step_buffers(s: &Step) -> Vec<usize> {
+    let mut out = vec![];
+    remap_buffers(&mut [s.clone()], &mut |b| out.push(*b));
+    out
+}
+
+/// One line per control step and its blocks, as `--emit plan` prints them;
+/// `write_steps` prints the blocks' steps (at `pad` plus four spaces).
+pub fn write_control(
+    f: &mut fmt::Formatter<'_>,
+    c: &Control,
+    pad: &str,
+    write_steps: &dyn Fn(&mut fmt::Formatter<'_>, &[Step], &str) -> fmt::Result,
+) -> fmt::Result {
+    let list = |bs: &[usize]| bs.iter().map(|b| format!("b{b}")).collect::<Vec<_>>().join(", ");
+    let inner = format!("{pad}    ");
+    let block = |f: &mut fmt::Formatter<'_>, what: &str, b: &Block| -> fmt::Result {
+        writeln!(f, "{pad}  {what} @{} ({}) -> ({})", b.name, list(&b.params), list(&b.results))?;
+        write_steps(f, &b.steps, &inner)
+    };
+    match c {
+        Control::While { init, state, cond, body } => {
+            writeln!(f, "{pad}while ({}) -> ({})", list(init), list(state))?;
+            block(f, "cond", cond)?;
+            block(f, "body", body)
+        }
+        Control::Scan { length, reverse, init, state, scanned, stacked, step } => {
+            let rev = if *reverse { ", reverse" } else { "" };
+            writeln!(f, "{pad}scan {{length={length}{rev}}} ({}) -> ({}) windows ({}) ({})", list(init), list(state), list(scanned), list(stacked))?;
+            block(f, "step", step)
+        }
+        Control::Switch { index, operands, outputs, branches } => {
+            writeln!(f, "{pad}switch b{index} ({}) -> ({})", list(operands), list(outputs))?;
+            for (i, b) in branches.iter().enumerate() {
+                block(f, &format!("branch {i}"), b)?;
+            }
+            Ok(())
+        }
     }
 }

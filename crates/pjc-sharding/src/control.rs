@@ -24,7 +24,7 @@
 //! by name), so every member of a group ends with the same sharding.
 
 use crate::factor::FactorRule;
-use crate::propagate::{Dim, Reason, Slot};
+use crate::state::{Dim, Reason, Slot};
 use pjc_dialects::FactorKind;
 use pjc_ir::{DimSharding, FuncId, FuncKind, Function, InstData, Mesh, Module, Opcode, Span, TensorType, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -353,7 +353,7 @@ pub(crate) fn unify(groups: &[Vec<Member>], dims: &mut HashMap<Slot, Vec<Dim>>, 
 /// and stacked outputs' slices (dim 0 never split), and what each switch
 /// branch takes and returns — every place the partitioner reshards once,
 /// outside the loop or inside a branch.
-pub(crate) fn explain_control(m: &Module, p: &crate::Propagation, id: FuncId) -> Vec<String> {
+pub(crate) fn explain_control(m: &Module, p: &crate::state::Propagation, id: FuncId) -> Vec<String> {
     let f = &m.funcs[id];
     let mut out = vec![];
     let sh = |s: Slot| p.sharding(s);

@@ -12,10 +12,12 @@ pub mod explain;
 pub mod factor;
 pub mod propagate;
 pub mod rules;
+pub mod state;
 
 pub use control::{check_control, ControlError};
 pub use explain::explain;
-pub use propagate::{propagate, Path, Propagation, Reason, Slot};
+pub use propagate::propagate;
+pub use state::{Path, Propagation, Reason, Slot};
 
 use pjc_ir::{FuncId, FuncKind, Module};
 

@@ -25,7 +25,7 @@ use super::{plan_function, Planner, PlanError, Unplannable};
 use pjc_plan::control::{remap_buffers, Block, Control};
 use pjc_plan::kernel::{compute_type, BufferArg, Kernel, Node};
 use pjc_plan::{Buffer, BufferKind, Plan, Step};
-use pjc_ir::{DType, FuncId, Function, InstData, Module, Opcode};
+use pjc_ir::{DType, FuncId, InstData, Module, Opcode};
 
 impl Planner<'_> {
     /// The buffers and the (unfilled) control step of `inst`.
@@ -83,21 +83,6 @@ impl Planner<'_> {
         };
         self.steps.push(Step::Control(step));
         Ok(())
-    }
-}
-
-/// `plan` of a function alone: control flow needs its bodies.
-pub(super) fn reject_unresolved(f: &Function, plan: &Plan) -> Result<(), Unplannable> {
-    match plan.steps.iter().find(|s| matches!(s, Step::Control(_))) {
-        None => Ok(()),
-        Some(_) => {
-            let inst = f.body.iter().map(|&i| &f.insts[i]).find(|d| d.op.is_control()).expect("a control step comes from a control op");
-            Err(Unplannable::Construct {
-                func: f.name.clone(),
-                value: f.values[inst.results[0]].name.clone(),
-                msg: format!("unsupported: '{}' planned without its bodies (pjc_fusion::plan_program plans a program with control flow)", inst.op),
-            })
-        }
     }
 }
 
