@@ -22,7 +22,7 @@
 //! signature of the same function (a branch fed differently sharded operands
 //! by two switches) is a second local function, `@f.1`.
 
-use crate::reshard::{dim_axes, sharding_of};
+use crate::reshard::dim_axes;
 use crate::{Local, PartitionError, Partitioner, Unsupported};
 use pjc_ir::infer::CalleeSig;
 use pjc_ir::{FuncId, FuncKind, Function, InstData, Opcode, ResultDecl, Span, Value, ValueDef};
@@ -31,15 +31,6 @@ use std::collections::HashMap;
 
 /// Per-dim axes of one tensor's sharding.
 type Axes = Vec<Vec<String>>;
-
-/// The local bodies made so far.
-#[derive(Default)]
-pub(crate) struct Bodies {
-    /// (function, parameter shardings, result shardings) -> local name.
-    made: HashMap<(FuncId, Vec<Axes>, Vec<Axes>), String>,
-    /// The local functions, in the order they were finished.
-    pub funcs: Vec<Function>,
-}
 
 impl Partitioner<'_> {
     fn axes_of(&self, s: Slot) -> Axes {
@@ -146,7 +137,11 @@ impl Partitioner<'_> {
             let d = &gf.values[pv];
             let lt = self.local(&d.ty, &params[i]);
             let v = self.out.add_value(&d.name, lt, ValueDef::Param(i), Span::NONE);
-            self.out.values[v].sharding = Some(sharding_of(&params[i]));
+            // No `on` on a local body's signature: inside a spmd func a body's
+            // parameters and results vary as the statement's values do (spec
+            // section 11), which the verifier infers. The global sharding
+            // would over-state it where the local value is the same on every
+            // device (a replicated constant split into equal shards).
             self.out.params.push(v);
             let own = self.axes_of(Slot::Value(g, pv));
             let v = self.reshard(v, &d.ty, &params[i], &own, &format!("parameter %{} of @{}", d.name, gf.name));
@@ -159,7 +154,7 @@ impl Partitioner<'_> {
             self.out.ret.push(v);
             self.out.ret_spans.push(Span::NONE);
             let lt = self.local(&r.ty, &results[k]);
-            self.out.results.push(ResultDecl { name: r.name.clone(), ty: lt, sharding: Some(sharding_of(&results[k])), span: Span::NONE });
+            self.out.results.push(ResultDecl { name: r.name.clone(), ty: lt, sharding: None, span: Span::NONE });
         }
         self.context.pop();
         self.names = saved_names;
