@@ -883,9 +883,10 @@ fn list_devices_and_pjc_devices_say_when_there_is_no_gpu_code_and_why() {
 /// with `while`, `scan` or `switch` (collectives inside bodies, bodies shared
 /// by two loops, scanned operands resharded on entry, switch branches that
 /// reshard) on exactly 1, 2 and 4 processes, reproducible bit for bit at 4,
-/// the single-device ones of tests/control on one process without mpirun's
-/// mesh, and a loop-mode run whose step is a `while` (the carried weights
-/// fed back across steps, the loop's own state swapped inside each).
+/// the single-device ones of tests/control on one process, the spmd numeric
+/// cases with collectives inside loop and branch bodies, and a loop-mode run
+/// whose step is a `while` (the carried weights fed back across steps, the
+/// loop's own state swapped inside each).
 #[test]
 fn control_flow_runs_under_mpirun_on_1_2_and_4_processes() {
     let mut cases = vec![];
@@ -912,6 +913,37 @@ fn control_flow_runs_under_mpirun_on_1_2_and_4_processes() {
         }
     }
     assert!(failures.is_empty(), "{} of {} runs failed:\n\n{}", failures.len(), cases.len(), failures.join("\n\n"));
+
+    // spmd programs with collectives inside their bodies (a predicate
+    // all_reduce'd in the condition, all_gathers in a scan step, branches
+    // that reduce), on their numeric cases' own inputs.
+    for case in ["spmd_while_allreduce_2", "spmd_while_allreduce_4", "spmd_while_allreduce_2x2", "spmd_scan_switch"] {
+        let d = repo().join("tests/numeric/cases").join(case);
+        let src = std::fs::read_to_string(d.join("prog.pir")).unwrap();
+        let m = pjc_front::load(&src).unwrap();
+        let entry = m.func_by_name("main").unwrap();
+        let f = &m.funcs[entry];
+        let names: Vec<String> = (0..f.params.len()).map(|i| f.param_name(i).to_string()).collect();
+        let args: Vec<Tensor> = names.iter().map(|n| pjc_tensor::read_npy(&d.join(format!("in_{n}.npy"))).unwrap()).collect();
+        let want = pjc_interp::eval(&m, entry, args).unwrap();
+        let dir = scratch();
+        let exe = compile(&dir, case, &src, None).unwrap();
+        let mut a: Vec<String> = vec![];
+        for n in &names {
+            a.extend(["--input".into(), format!("{n}={}", d.join(format!("in_{n}.npy")).display())]);
+        }
+        a.extend(["--output".into(), dir.join("out.safetensors").display().to_string()]);
+        let np = m.mesh_or_single().device_count() as usize;
+        let o = launch_exe(Some(np), &exe, &a);
+        assert!(o.status.success(), "{case}: {}", String::from_utf8_lossy(&o.stderr));
+        let got = pjc_tensor::read_safetensors(&dir.join("out.safetensors")).unwrap();
+        for (k, w) in want.iter().enumerate() {
+            let name = f.result_name(k);
+            let (_, g) = got.iter().find(|(n, _)| *n == name).unwrap_or_else(|| panic!("{case}: no output '{name}'"));
+            assert_close(w, g, Tolerance::spec(w.dtype()), &format!("{case}, -np {np}, result '{name}'"));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     // Loop mode: three steps of the program whose step is a while loop of
     // three SGD iterations, 'w' carried from step to step.
