@@ -500,6 +500,24 @@ _train_test("jax_resnet", "resnet18_small.pir", 4, 3, _params_state, ["params"],
             {"rtol": 1e-4})
 
 
+# Haiku, as Flax above: hk.layer_stack (a scan, the per-block dropout keys its xs),
+# hk.dropout with the key passed into the step, clip_by_global_norm and optax.adamw. The
+# CLI test regenerates the committed export; training runs by pjc eval and compiled under
+# mpirun -np 2. AdamW updates on every step and its decay term (lr*wd*w) is smooth in the
+# weight, so the bound is Adam's: 0.1*lr per step.
+def _haiku_state(data, model):
+    p = model.example_params()
+    return (p, model.example_opt_state(p), model.example_key())
+
+
+_cli_test("jax_haiku", "train_step", "haiku_adamw.pir")
+STEPS_M["jax_haiku"] = 64
+FN[("jax_haiku", "haiku_adamw.pir")] = "train_step"
+for _evaluated in (True, False):
+    _train_test("jax_haiku", "haiku_adamw.pir", 2, 3, _haiku_state, ["params", "opt_state", "key"],
+                ["tokens", "targets"], {"atol": 0.1 * 0.01 * 3}, evaluated=_evaluated)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-k", default="", help="run only tests whose name contains this")
