@@ -61,8 +61,8 @@ def _primitive_tests():
 
 _primitive_tests()
 
-# Version 2 cases compiled by `pjc compile` and run as an executable (skipped while the
-# compiler reports their ops unsupported).
+# Version 2 cases compiled by `pjc compile` and run as an executable (a compile
+# failure fails the test).
 COMPILED_V2 = ["scan", "scan_forms", "fori_loop_dynamic", "while_loop", "cond_true", "switch",
                "nested_control_flow", "sort", "top_k", "grad_sort_top_k", "scatter"]
 

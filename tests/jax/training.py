@@ -16,7 +16,7 @@ import jax
 import numpy as np
 
 import jax2pir
-from common import MPI_ENV, ROOT, compile_or_skip, rel_err
+from common import MPI_ENV, ROOT, compile_pir, rel_err
 
 
 def load_example(name):
@@ -52,7 +52,7 @@ def pjc_train(work, pir_path, inputs, data_files, nproc, steps):
     work.mkdir(parents=True, exist_ok=True)
     exe = work / "model.bin"
     t = time.time()
-    compile_or_skip(pir_path, exe)
+    compile_pir(pir_path, exe)
     compile_s = time.time() - t
     jax2pir.safetensors.write(work / "inputs.safetensors", inputs)
     cmd = ["mpirun", "--oversubscribe", "-np", str(nproc), str(exe),
