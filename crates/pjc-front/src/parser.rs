@@ -558,16 +558,7 @@ impl Parser {
             // `switch %i, @b0, @b1(...)`: the index operand comes first.
             if def.callees == Callees::Branches {
                 match self.peek().clone() {
-                    Tok::Value(n) => {
-                        let sp = self.bump().span;
-                        match scope.get(&n) {
-                            Some(&v) => {
-                                inst.operands.push(v);
-                                inst.operand_spans.push(sp);
-                            }
-                            None => return self.undefined(&n, sp),
-                        }
-                    }
+                    Tok::Value(n) => self.operand(&n, &mut inst, scope)?,
                     _ => return self.expected(&format!("the index operand after '{opname}' like %i (the index comes first: '{opname} %i, @b0, @b1(...)')")),
                 }
                 self.expect(&Tok::Comma, &format!("',' and at least one branch after the index like '{opname} %i, @b0(...)'"))?;
@@ -688,19 +679,23 @@ impl Parser {
         Ok(())
     }
 
+    /// Takes the value token `%n` (the next token) as the next operand of `inst`.
+    fn operand(&mut self, n: &str, inst: &mut InstData, scope: &HashMap<String, Value>) -> P<()> {
+        let sp = self.bump().span;
+        match scope.get(n) {
+            Some(&v) => {
+                inst.operands.push(v);
+                inst.operand_spans.push(sp);
+                Ok(())
+            }
+            None => self.undefined(n, sp),
+        }
+    }
+
     fn operands(&mut self, inst: &mut InstData, scope: &HashMap<String, Value>) -> P<()> {
         loop {
             match self.peek().clone() {
-                Tok::Value(n) => {
-                    let sp = self.bump().span;
-                    match scope.get(&n) {
-                        Some(&v) => {
-                            inst.operands.push(v);
-                            inst.operand_spans.push(sp);
-                        }
-                        None => return self.undefined(&n, sp),
-                    }
-                }
+                Tok::Value(n) => self.operand(&n, inst, scope)?,
                 _ => return self.expected("an operand like %x"),
             }
             if !self.eat(&Tok::Comma) {
