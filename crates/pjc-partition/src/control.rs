@@ -23,14 +23,11 @@
 //! by two switches) is a second local function, `@f.1`.
 
 use crate::reshard::dim_axes;
-use crate::{Local, PartitionError, Partitioner, Unsupported};
+use crate::{Axes, Local, PartitionError, Partitioner, Unsupported};
 use pjc_ir::infer::CalleeSig;
 use pjc_ir::{FuncId, FuncKind, Function, InstData, Opcode, ResultDecl, Span, Value, ValueDef};
 use pjc_sharding::Slot;
 use std::collections::HashMap;
-
-/// Per-dim axes of one tensor's sharding.
-type Axes = Vec<Vec<String>>;
 
 impl Partitioner<'_> {
     fn axes_of(&self, s: Slot) -> Axes {

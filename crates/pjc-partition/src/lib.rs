@@ -90,11 +90,14 @@ pub(crate) struct Partitioner<'a> {
     pub context: Vec<String>,
 }
 
+/// The axes of each dimension of a sharding, major first (empty = replicated).
+pub(crate) type Axes = Vec<Vec<String>>;
+
 /// The local bodies of control-flow ops made so far (`control.rs` makes them).
 #[derive(Default)]
 pub(crate) struct Bodies {
     /// (function, parameter shardings, result shardings) -> local name.
-    pub made: HashMap<(FuncId, Vec<Vec<Vec<String>>>, Vec<Vec<Vec<String>>>), String>,
+    pub made: HashMap<(FuncId, Vec<Axes>, Vec<Axes>), String>,
     /// The local functions, in the order they were finished.
     pub funcs: Vec<Function>,
 }
@@ -103,7 +106,7 @@ pub(crate) struct Bodies {
 #[derive(Clone)]
 pub(crate) struct Local {
     pub v: Value,
-    pub axes: Vec<Vec<String>>,
+    pub axes: Axes,
 }
 
 impl Partitioner<'_> {

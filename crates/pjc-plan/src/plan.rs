@@ -187,7 +187,7 @@ pub struct Block {
     pub results: Vec<usize>,
 }
 
-/// A control-flow step (see the module doc for what each does).
+/// A control-flow step (what each does: `crate::control`'s module doc).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Control {
     /// `cond.params == body.params == state`; `cond.results == [predicate]`;
