@@ -25,7 +25,7 @@ use inkwell::execution_engine::ExecutionEngine;
 use inkwell::module::Module;
 use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{
-    CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple,
+    CodeModel, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple,
 };
 use inkwell::values::{FunctionValue, IntValue};
 use inkwell::{AddressSpace, IntPredicate, OptimizationLevel};
@@ -125,6 +125,26 @@ static LIBMVEC: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::n
 pub fn uses_libmvec() -> bool {
     init_x86();
     LIBMVEC.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Which libmvec vector variants this process has (they decide what the
+/// loop vectorizer calls, so the compile cache's key holds this).
+pub fn libmvec_signature() -> String {
+    if !uses_libmvec() {
+        return "no libmvec".into();
+    }
+    let mut s = String::from("libmvec:");
+    for f in LIBMVEC_FUNCS {
+        for sym in [f.to_string(), format!("{f}f")] {
+            for (isa, w) in [("b", 2), ("d", 4), ("e", 8)] {
+                let w = if sym.ends_with('f') && sym != f { w * 2 } else { w };
+                let nargs = if matches!(f, "pow" | "atan2") { 2 } else { 1 };
+                let name = format!("_ZGV{isa}N{w}{}_{sym}", "v".repeat(nargs));
+                s.push(if symbol_in_process(&name) { '1' } else { '0' });
+            }
+        }
+    }
+    s
 }
 
 /// A target machine for `cpu` (e.g. `x86-64-v3`).
@@ -460,20 +480,28 @@ pub fn build_module<'ctx>(
     cpu: &str,
     tm: &TargetMachine,
 ) -> Result<Module<'ctx>, CodegenError> {
-    let module = cx.create_module(&plan.name);
+    module_of(cx, &plan.name, plan.kernels(), cpu, tm)
+}
+
+/// The unoptimized host module `name` holding `kernels`, each a function
+/// named after the kernel.
+pub(crate) fn module_of<'ctx, 'k>(
+    cx: &'ctx Context,
+    name: &str,
+    kernels: impl IntoIterator<Item = &'k Kernel>,
+    cpu: &str,
+    tm: &TargetMachine,
+) -> Result<Module<'ctx>, CodegenError> {
+    let module = cx.create_module(name);
     module.set_triple(&TargetTriple::create(TRIPLE));
     module.set_data_layout(&tm.get_target_data().get_data_layout());
-    for k in plan.kernels() {
+    for k in kernels {
         build_kernel(cx, &module, k, cpu);
     }
     keep_vector_variants(cx, &module);
-    module.verify().map_err(|e| {
-        CodegenError::Llvm(format!(
-            "invalid LLVM IR for plan @{}: {}",
-            plan.name,
-            e.to_string()
-        ))
-    })?;
+    module
+        .verify()
+        .map_err(|e| CodegenError::Llvm(format!("invalid LLVM IR for module {name}: {}", e.to_string())))?;
     Ok(module)
 }
 
@@ -531,20 +559,6 @@ pub fn emit_llvm_unoptimized(plan: &Plan) -> Result<String, CodegenError> {
     Ok(m.print_to_string().to_string())
 }
 
-/// An x86-64 ELF object with every kernel of `plan` for CPU level `level`
-/// (for linking an executable).
-pub fn emit_object(plan: &Plan, level: pjc_plan::CpuLevel) -> Result<Vec<u8>, CodegenError> {
-    let cx = Context::create();
-    let cpu = level.name();
-    let tm = target_machine(cpu)?;
-    let m = build_module(&cx, plan, cpu, &tm)?;
-    optimize(&m, &tm)?;
-    let buf = tm
-        .write_to_memory_buffer(&m, FileType::Object)
-        .map_err(|e| CodegenError::Llvm(e.to_string()))?;
-    Ok(buf.as_slice().to_vec())
-}
-
 // ---- JIT ------------------------------------------------------------------------------
 
 pub use pjc_host::{default_threads, run_kernel_threads, Buffers, HostBuf, KernelFn};
@@ -570,19 +584,25 @@ impl JitPlan {
         let cxr: &'static Context = unsafe { &*(cx.as_ref() as *const Context) };
         let cpu = jit_cpu();
         let tm = target_machine(cpu)?;
-        let module = build_module(cxr, plan, cpu, &tm)?;
+        // Each distinct body once, under its first kernel's name.
+        let kernels: Vec<&Kernel> = plan.kernels().collect();
+        let distinct = pjc_plan::kernel::distinct(kernels.iter().copied());
+        let module = module_of(cxr, &plan.name, distinct.bodies.iter().map(|b| b.0), cpu, &tm)?;
         optimize(&module, &tm)?;
         let engine = module
             .create_jit_execution_engine(OptimizationLevel::Aggressive)
             .map_err(|e| CodegenError::Llvm(format!("cannot create the JIT: {}", e.to_string())))?;
         let mut fns = vec![];
+        let mut nth = 0;
         // Per step in pre-order (the blocks of control steps included): what
         // `pjc_host::run_steps` indexes.
         for step in pjc_plan::control::preorder(&plan.steps) {
             fns.push(match step {
-                Step::Kernel(k) => {
-                    let addr = engine.get_function_address(&k.name).map_err(|e| {
-                        CodegenError::Llvm(format!("JIT: kernel {} not found: {e:?}", k.name))
+                Step::Kernel(_) => {
+                    let name = &distinct.bodies[distinct.body_of[nth]].0.name;
+                    nth += 1;
+                    let addr = engine.get_function_address(name).map_err(|e| {
+                        CodegenError::Llvm(format!("JIT: kernel {name} not found: {e:?}"))
                     })?;
                     // SAFETY: the function was generated with exactly this signature.
                     Some(unsafe { std::mem::transmute::<usize, KernelFn>(addr) })

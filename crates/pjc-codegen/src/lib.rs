@@ -5,17 +5,23 @@
 //! - [`cpu`]: x86-64 (`x86-64-v3`, O3): `void k(i8** bufs, i64 begin, i64 end)`
 //!   per kernel, a JIT ([`cpu::JitPlan`], [`execute_plan_jit`]), textual IR
 //!   ([`emit_llvm`]) and object code.
+//! - [`program`]: a whole plan for an executable: each distinct kernel body
+//!   once per target, on all cores, through the compile [`cache`].
 //! - [`ptx`]: NVPTX (`sm_80`, `sm_90`): one `.entry` per kernel, grid-stride
 //!   elementwise loops, block-per-output reductions with warp shuffles, libdevice
 //!   for math ([`emit_ptx`]).
 //! Running plans on the host (buffers, threads, GEMM) lives in `pjc-host`.
 
+pub mod cache;
 pub mod cpu;
 pub mod lower;
+pub mod program;
 pub mod ptx;
 
-pub use cpu::{emit_llvm, emit_object, execute_plan_jit, JitPlan};
-pub use ptx::{compile_ptx, emit_ptx, PtxKernel, PtxModule};
+pub use cache::Cache;
+pub use cpu::{emit_llvm, execute_plan_jit, JitPlan};
+pub use program::{build, compile_ptx, emit_ptx, Built, Options, Target, TargetStats};
+pub use ptx::{PtxKernel, PtxModule};
 
 /// Code generation failures.
 #[derive(Debug, Clone, PartialEq)]

@@ -55,7 +55,7 @@ use inkwell::context::Context;
 use inkwell::module::{FlagBehavior, Linkage, Module};
 use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{
-    CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple,
+    CodeModel, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple,
 };
 use inkwell::types::{AnyType, BasicType, BasicTypeEnum};
 use inkwell::values::{
@@ -829,7 +829,18 @@ fn build_module<'ctx>(
     plan: &Plan,
     tm: &TargetMachine,
 ) -> Result<Module<'ctx>, CodegenError> {
-    let module = cx.create_module(&plan.name);
+    module_of(cx, &plan.name, plan.kernels(), tm)
+}
+
+/// The linked and optimized NVPTX module `name` holding `kernels`, each a
+/// `.entry` named after the kernel.
+pub(crate) fn module_of<'ctx, 'k>(
+    cx: &'ctx Context,
+    name: &str,
+    kernels_in: impl IntoIterator<Item = &'k Kernel>,
+    tm: &TargetMachine,
+) -> Result<Module<'ctx>, CodegenError> {
+    let module = cx.create_module(name);
     module.set_triple(&TargetTriple::create(TRIPLE));
     let layout = tm.get_target_data().get_data_layout();
     module.set_data_layout(&layout);
@@ -839,16 +850,12 @@ fn build_module<'ctx>(
         cx.i32_type().const_zero(),
     );
     let mut kernels = vec![];
-    for k in plan.kernels() {
+    for k in kernels_in {
         kernels.push(build_kernel(cx, &module, k));
     }
-    module.verify().map_err(|e| {
-        CodegenError::Llvm(format!(
-            "invalid NVPTX IR for plan @{}: {}",
-            plan.name,
-            e.to_string()
-        ))
-    })?;
+    module
+        .verify()
+        .map_err(|e| CodegenError::Llvm(format!("invalid NVPTX IR for module {name}: {}", e.to_string())))?;
     if uses_libdevice(&module) {
         let path = find_libdevice().ok_or_else(|| {
             CodegenError::Environment(
@@ -895,47 +902,10 @@ fn build_module<'ctx>(
     Ok(module)
 }
 
-/// The PTX of every kernel of `plan` as the CUDA backend runs it (its
-/// library steps' device kernels too, except products cuBLAS takes), for
-/// `arch`, with launch information in the CUDA view's kernel order.
-pub fn compile_ptx(plan: &Plan, arch: &str) -> Result<PtxModule, CodegenError> {
-    let plan = &cuda_view(plan)?;
-    let tm = target_machine(arch)?;
-    let cx = Context::create();
-    let module = build_module(&cx, plan, &tm)?;
-    let buf = tm
-        .write_to_memory_buffer(&module, FileType::Assembly)
-        .map_err(|e| CodegenError::Llvm(e.to_string()))?;
-    let ptx = String::from_utf8_lossy(buf.as_slice())
-        .trim_end_matches('\0')
-        .to_string();
-    // In the CUDA view's kernel order: pre-order, blocks of control steps included.
-    let kernels = plan
-        .kernels()
-        .map(|k| PtxKernel {
-            name: k.name.clone(),
-            points: k.num_elements(),
-            required_block: k.reduce.as_ref().map(|_| REDUCE_BLOCK),
-            buffers: k.inputs.iter().chain(&k.outputs).map(|b| b.buffer).collect(),
-            vector_width: vector_width(k),
-        })
-        .collect();
-    Ok(PtxModule {
-        arch: arch.to_string(),
-        ptx,
-        kernels,
-    })
-}
-
-/// The PTX text of `plan` for `arch` (`pjc compile --emit ptx`).
 /// The plan as the CUDA backend runs it (`pjc_host::device::cuda_plan`):
 /// the PTX holds its kernels, library steps' device kernels included.
 fn cuda_view(plan: &Plan) -> Result<Plan, CodegenError> {
     pjc_host::device::cuda_plan(plan).map_err(|e| CodegenError::Llvm(e.to_string()))
-}
-
-pub fn emit_ptx(plan: &Plan, arch: &str) -> Result<String, CodegenError> {
-    Ok(compile_ptx(plan, arch)?.ptx)
 }
 
 /// The optimized NVPTX LLVM IR (after linking libdevice), for inspection.

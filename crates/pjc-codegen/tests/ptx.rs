@@ -28,7 +28,16 @@ fn check(
     // The PTX holds the CUDA view's kernels: the plan's own and the device
     // kernels of the library steps cuBLAS does not take.
     let cuda = pjc_host::device::cuda_plan(plan).map_err(|e| format!("{name}: {e}"))?;
-    let kernels: Vec<&str> = cuda.kernels().map(|k| k.name.as_str()).collect();
+    // One launch record per kernel, in order; kernels with one body share
+    // one entry, which every other kernel's record names.
+    let names: Vec<&str> = cuda.kernels().map(|k| k.name.as_str()).collect();
+    let listed: Vec<&str> = m.kernels.iter().map(|k| k.name.as_str()).collect();
+    if names != listed {
+        return Err(format!("{name} {arch}: launch records {listed:?} for kernels {names:?}"));
+    }
+    let mut kernels: Vec<&str> = m.kernels.iter().map(|k| k.entry.as_str()).collect();
+    kernels.sort();
+    kernels.dedup();
     for k in &kernels {
         if !m.ptx.contains(&format!(".visible .entry {k}(")) {
             return Err(format!("{name} {arch}: kernel {k} is not an .entry"));

@@ -97,7 +97,11 @@ impl GroupTable {
 /// How a GPU runtime launches one generated PTX kernel.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PtxKernel {
+    /// The plan kernel's name.
     pub name: String,
+    /// The `.entry` to launch: the name of the first kernel with the same
+    /// body (kernels with one body share one entry).
+    pub entry: String,
     /// Number of output points (the `n` parameter, after the pointers).
     pub points: u64,
     /// `Some(256)` for reduction kernels: the largest block they accept (and

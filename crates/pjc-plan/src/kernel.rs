@@ -137,6 +137,39 @@ pub struct Kernel {
     pub fuses: Vec<String>,
 }
 
+/// The symbol of a kernel body with hash `h` ([`Kernel::symbol`]).
+pub fn symbol_of(h: &[u8; 32]) -> String {
+    let mut s = String::with_capacity(28);
+    s.push_str("pjc_");
+    for b in &h[..12] {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+/// The distinct bodies of a list of kernels.
+pub struct Distinct<'a> {
+    /// Each distinct body's first kernel and its hash, in order of first use.
+    pub bodies: Vec<(&'a Kernel, [u8; 32])>,
+    /// Per kernel (in the order given), the index of its body.
+    pub body_of: Vec<usize>,
+}
+
+/// Groups `kernels` by [`Kernel::body_hash`].
+pub fn distinct<'a>(kernels: impl IntoIterator<Item = &'a Kernel>) -> Distinct<'a> {
+    let mut index = std::collections::HashMap::new();
+    let mut d = Distinct { bodies: vec![], body_of: vec![] };
+    for k in kernels {
+        let h = k.body_hash();
+        let i = *index.entry(h).or_insert_with(|| {
+            d.bodies.push((k, h));
+            d.bodies.len() - 1
+        });
+        d.body_of.push(i);
+    }
+    d
+}
+
 /// An index node as `constant + Σ coeff · Coord(c)` ([`Kernel::affine`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Affine {
@@ -155,6 +188,45 @@ impl Affine {
 impl Kernel {
     pub fn num_elements(&self) -> u64 {
         self.shape.iter().product()
+    }
+
+    /// A structural hash of everything code generation reads: the iteration
+    /// space, the reduction, the element types of the buffers, the body and
+    /// its results. Not the kernel's name, the PIR values it fuses or which
+    /// plan buffers it is passed (a kernel reads its buffers through its
+    /// argument array), so two kernels with the same hash compile to the
+    /// same code: codegen compiles each distinct body once and the compile
+    /// cache is keyed by it.
+    pub fn body_hash(&self) -> [u8; 32] {
+        #[derive(Serialize)]
+        struct Body<'a> {
+            shape: &'a [u64],
+            reduce: &'a Option<Reduction>,
+            inputs: Vec<DType>,
+            outputs: Vec<DType>,
+            nodes: &'a [Node],
+            types: &'a [DType],
+            results: &'a [NodeId],
+        }
+        let body = Body {
+            shape: &self.shape,
+            reduce: &self.reduce,
+            inputs: self.inputs.iter().map(|b| b.dtype).collect(),
+            outputs: self.outputs.iter().map(|b| b.dtype).collect(),
+            nodes: &self.nodes,
+            types: &self.types,
+            results: &self.results,
+        };
+        let bytes = postcard::to_stdvec(&body).expect("a kernel body always encodes");
+        *blake3::hash(&bytes).as_bytes()
+    }
+
+    /// The symbol of this kernel's generated code (in the host kernels'
+    /// shared object and as the PTX `.entry`): `pjc_` and 24 hex digits of
+    /// [`Kernel::body_hash`], so kernels with the same body share one
+    /// symbol, in every program.
+    pub fn symbol(&self) -> String {
+        symbol_of(&self.body_hash())
     }
 
     /// Node `n` as an affine function of the coordinates, when it is one:

@@ -85,6 +85,11 @@ pub fn choose_kernels(builds: &[HostKernels]) -> Result<&HostKernels, RuntimeErr
         }
         Err(_) => None,
     };
+    if builds.is_empty() {
+        return Err(RuntimeError::Env(
+            "this executable carries no CPU kernels (it was compiled with pjc compile --target cuda), so it runs only where it finds a GPU; recompile with --target all to run it here".into(),
+        ));
+    }
     if let Some(k) = builds.iter().find(|k| cap.is_none_or(|c| k.level <= c) && cpulevel::missing(k.level).is_empty()) {
         return Ok(k);
     }

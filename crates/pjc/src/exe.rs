@@ -54,17 +54,27 @@ fn find_runner() -> Result<PathBuf, Failure> {
     )))
 }
 
-/// Links `object` into a shared object with the system's C compiler driver
-/// (`tag` keeps concurrent links apart).
-fn link_shared(object: &[u8], libmvec: bool, tag: &str) -> Result<Vec<u8>, Failure> {
-    let dir = std::env::temp_dir().join(format!("pjc-link-{}-{}-{tag}", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())));
+/// Links the objects of one CPU level's host kernels, with the linker script
+/// that names every plan kernel, into a shared object with the system's C
+/// compiler driver.
+fn link_shared(build: &pjc_codegen::program::HostBuild, libmvec: bool) -> Result<Vec<u8>, Failure> {
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("pjc-link-{}-{seq}-{}", std::process::id(), build.level.name()));
     std::fs::create_dir_all(&dir).map_err(|e| Failure::Env(format!("cannot create '{}': {}", dir.display(), io_reason(&e))))?;
     let result = (|| {
-        let (obj, so) = (dir.join("kernels.o"), dir.join("kernels.so"));
-        std::fs::write(&obj, object).map_err(|e| Failure::Env(format!("cannot write '{}': {}", obj.display(), io_reason(&e))))?;
+        let write = |path: &Path, bytes: &[u8]| std::fs::write(path, bytes).map_err(|e| Failure::Env(format!("cannot write '{}': {}", path.display(), io_reason(&e))));
+        let mut objects = vec![];
+        for (i, o) in build.objects.iter().enumerate() {
+            let path = dir.join(format!("k{i}.o"));
+            write(&path, o)?;
+            objects.push(path);
+        }
+        let (script, so) = (dir.join("kernels.ld"), dir.join("kernels.so"));
+        write(&script, build.aliases.as_bytes())?;
         let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
         let mut c = Command::new(&cc);
-        c.arg("-shared").arg("-o").arg(&so).arg(&obj).arg("-Wl,--as-needed");
+        c.arg("-shared").arg("-o").arg(&so).args(&objects).arg(&script).arg("-Wl,--as-needed");
         if libmvec {
             c.arg("-lmvec");
         }
@@ -128,42 +138,81 @@ pub fn parse_cpu_levels(s: &str) -> Result<Vec<CpuLevel>, Failure> {
     Ok(out)
 }
 
+/// Which code an executable carries (`pjc compile --target`).
+#[derive(Copy, Clone, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub enum Targets {
+    /// x86-64 host kernels only: the executable runs on CPUs.
+    Cpu,
+    /// PTX only: the executable runs only where it finds a GPU.
+    Cuda,
+    /// Both; the executable picks at run time.
+    All,
+}
+
+/// How `pjc compile -o` generates code.
+pub struct CodegenArgs {
+    pub gpu_arch: String,
+    pub cpu_levels: Vec<CpuLevel>,
+    /// None: all when libdevice is found, else cpu.
+    pub targets: Option<Targets>,
+    pub jobs: usize,
+    pub cache: Option<pjc_codegen::Cache>,
+    pub timings: bool,
+}
+
 /// Stages codegen and package: compiles the planned compilation `c` into
 /// executable `out`.
-pub fn compile(c: &Compilation, out: &Path, gpu_arch: &str, cpu_levels: &[CpuLevel]) -> Result<(), Failure> {
+pub fn compile(c: &Compilation, out: &Path, a: &CodegenArgs) -> Result<(), Failure> {
+    use pjc_codegen::program::{par_map, Target};
+    use std::time::Instant;
     let entry = c.module.funcs[c.entry].name.clone();
     let f = c.per_device_func();
     let mesh = c.per_device.as_ref().expect("per-device stage ran").mesh_or_single();
     let plan = c.plan.clone().expect("planned");
-    // The host kernels for every CPU level and the PTX, each on its own
-    // thread (LLVM contexts are independent): the wall time is the longest
-    // of them on a machine with as many cores.
+    let (host, gpu, gpu_required) = match a.targets {
+        Some(Targets::Cpu) => (true, false, false),
+        Some(Targets::Cuda) => (false, true, true),
+        Some(Targets::All) => (true, true, true),
+        None => (true, no_libdevice_reason().is_none(), false),
+    };
+    let mut targets: Vec<Target> = if host { a.cpu_levels.iter().map(|&l| Target::Host(l)).collect() } else { vec![] };
+    if gpu {
+        targets.push(Target::Ptx(a.gpu_arch.clone()));
+    }
+    // Every distinct kernel body once per target, on all cores, through the cache.
+    let t0 = Instant::now();
+    let built = pjc_codegen::build(&plan, &targets, &pjc_codegen::Options { jobs: a.jobs, cache: a.cache.as_ref() }).map_err(|e| Failure::Env(e.to_string()))?;
+    let t_codegen = t0.elapsed();
+    if let Some(cache) = &a.cache {
+        if let Some(e) = cache.take_error() {
+            eprintln!("warning: the compile cache in '{}' is not used for new kernels: {e}", cache.dir().display());
+        }
+        cache.trim();
+    }
+    let t1 = Instant::now();
     let libmvec = pjc_codegen::cpu::uses_libmvec();
-    let (host, ptx) = std::thread::scope(|s| {
-        let plan = &plan;
-        let hosts: Vec<_> = cpu_levels
-            .iter()
-            .map(|&level| {
-                s.spawn(move || -> Result<HostKernels, Failure> {
-                    let object = pjc_codegen::emit_object(plan, level).map_err(|e| Failure::Env(e.to_string()))?;
-                    Ok(HostKernels { level, so: link_shared(&object, libmvec, level.name())? })
-                })
-            })
-            .collect();
-        let ptx = s.spawn(move || pjc_codegen::compile_ptx(plan, gpu_arch));
-        let host: Result<Vec<HostKernels>, Failure> = hosts.into_iter().map(|h| h.join().expect("a code generation thread panicked")).collect();
-        (host, ptx.join().expect("the PTX thread panicked"))
-    });
-    let host_kernels = host?;
-    let ptx = match ptx {
-        Ok(ptx) => Ok(ptx),
-        Err(pjc_codegen::CodegenError::Input(m)) => return Err(Failure::Env(m)),
-        Err(e) => {
+    let host_kernels = par_map(built.host.len(), a.jobs, |i| {
+        link_shared(&built.host[i], libmvec).map(|so| HostKernels { level: built.host[i].level, so })
+    })
+    .into_iter()
+    .collect::<Result<Vec<_>, Failure>>()?;
+    let t_link = t1.elapsed();
+    let ptx = match built.ptx {
+        Some(Ok(ptx)) => Ok(ptx),
+        Some(Err(pjc_codegen::CodegenError::Input(m))) => return Err(Failure::Env(m)),
+        Some(Err(e)) if gpu_required => return Err(Failure::Env(format!("no GPU code for --target {}: {e}", if host { "all" } else { "cuda" }))),
+        Some(Err(e)) => {
             eprintln!("warning: the executable gets no GPU code and runs on CPUs only: {e}");
             // `--list-devices` prints it: say that it is about the compiling machine.
             Err(format!("when it was compiled: {e}"))
         }
+        None if a.targets == Some(Targets::Cpu) => Err("it was compiled with pjc compile --target cpu".to_string()),
+        None => Err(format!(
+            "when it was compiled: {}; GPU kernels calling math functions need libdevice, so pjc compile builds GPU code by default only where it is found (scripts/ptxas.sh installs it; --target all asks for GPU code anyway)",
+            no_libdevice_reason().unwrap_or_default()
+        )),
     };
+    let t2 = Instant::now();
     let (params, results) = ports(f, &mesh);
     let carried_pairs = crate::pipeline::carried(f);
     let artifact = Artifact {
@@ -186,7 +235,43 @@ pub fn compile(c: &Compilation, out: &Path, gpu_arch: &str, cpu_levels: &[CpuLev
     if pjc_runtime::payload::Payload::read_from(&runner_path).ok().flatten().is_some() {
         return Err(Failure::Env(format!("'{}' is a compiled program, not pjc's runner", runner_path.display())));
     }
-    write_executable(out, &p.append_to(&runner))
+    write_executable(out, &p.append_to(&runner))?;
+    if a.timings {
+        let mut t = c.timings.clone();
+        t.push(("code generation", t_codegen));
+        t.push(("linking host kernels", t_link));
+        t.push(("packaging", t2.elapsed()));
+        eprint!("{}", timings_report(&t, &built.stats, a));
+    }
+    Ok(())
+}
+
+/// `pjc compile --timings`: each stage's wall time, then per code generation
+/// target the kernels (total, distinct, compiled, cached) and the thread time.
+fn timings_report(stages: &[(&str, std::time::Duration)], stats: &[pjc_codegen::TargetStats], a: &CodegenArgs) -> String {
+    let mut s = String::from("pjc compile timings (wall clock, ms):\n");
+    let total: f64 = stages.iter().map(|(_, d)| d.as_secs_f64()).sum();
+    for (name, d) in stages {
+        s.push_str(&format!("  {:<34} {:>9.1}\n", name, d.as_secs_f64() * 1e3));
+    }
+    s.push_str(&format!("  {:<34} {:>9.1}\n", "total", total * 1e3));
+    let cache = match &a.cache {
+        Some(c) => format!("cache {}", c.dir().display()),
+        None => "no cache".into(),
+    };
+    s.push_str(&format!("code generation: {} thread(s), {cache}\n", a.jobs));
+    for t in stats {
+        s.push_str(&format!(
+            "  {:<10} kernels: {} total, {} distinct; {} compiled, {} cached; {:.1} ms of thread time\n",
+            t.target,
+            t.kernels,
+            t.distinct,
+            t.compiled,
+            t.cached,
+            t.busy.as_secs_f64() * 1e3
+        ));
+    }
+    s
 }
 
 /// Writes `bytes` to `out` atomically (an existing OUT is replaced whole or
@@ -201,17 +286,27 @@ fn write_executable(out: &Path, bytes: &[u8]) -> Result<(), Failure> {
     .map_err(Failure::Env)
 }
 
+/// Why libdevice cannot be used here (None: it is there).
+fn no_libdevice_reason() -> Option<String> {
+    match pjc_codegen::ptx::find_libdevice() {
+        Some(p) if p.is_file() => None,
+        Some(p) => Some(format!("PJC_LIBDEVICE is '{}', which is not a file", p.display())),
+        None => Some(format!(
+            "libdevice.10.bc not found (PJC_LIBDEVICE is not set; looked at {})",
+            pjc_codegen::ptx::libdevice_places().join(", ")
+        )),
+    }
+}
+
 /// `pjc devices`' line on GPU code: whether executables compiled on this
 /// machine get PTX, and when they would not, why and where pjc looked for
 /// libdevice (kernels calling math functions need it).
 pub fn gpu_code_status() -> String {
-    let cpu_only = "executables compiled here whose kernels call math functions (exp, tanh, ...) get no GPU code and run on CPUs only";
-    match pjc_codegen::ptx::find_libdevice() {
-        Some(p) if p.is_file() => format!("gpu code: executables compiled here carry PTX (libdevice: {})\n", p.display()),
-        Some(p) => format!("gpu code: {cpu_only}: PJC_LIBDEVICE is '{}', which is not a file\n", p.display()),
-        None => format!(
-            "gpu code: {cpu_only}: libdevice.10.bc not found (PJC_LIBDEVICE is not set; looked at {}); scripts/ptxas.sh installs it\n",
-            pjc_codegen::ptx::libdevice_places().join(", ")
+    match (no_libdevice_reason(), pjc_codegen::ptx::find_libdevice()) {
+        (None, Some(p)) => format!("gpu code: executables compiled here carry PTX (libdevice: {})\n", p.display()),
+        (reason, _) => format!(
+            "gpu code: executables compiled here run on CPUs only unless compiled with --target all or cuda (and then get no GPU code if their kernels call math functions: exp, tanh, ...): {}; scripts/ptxas.sh installs libdevice\n",
+            reason.unwrap_or_default()
         ),
     }
 }

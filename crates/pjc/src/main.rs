@@ -63,6 +63,22 @@ enum Cmd {
         /// fast here and on machines like it, correct on any x86-64-v2 CPU.
         #[arg(long, default_value = "native,v2", value_name = "LEVELS")]
         cpu_levels: String,
+        /// Which code the executable carries: cpu (x86-64 kernels), cuda
+        /// (PTX), or all. Default: all when libdevice is found (GPU kernels
+        /// calling math functions need it), else cpu.
+        #[arg(long, value_enum, value_name = "TARGETS")]
+        target: Option<exe::Targets>,
+        /// Code generation threads (default: PJC_JOBS, else every core).
+        #[arg(short = 'j', long, value_name = "N")]
+        jobs: Option<usize>,
+        /// Compile every kernel with LLVM, without reading or writing the
+        /// compile cache (PJC_CACHE=off does the same; PJC_CACHE_DIR moves it).
+        #[arg(long)]
+        no_cache: bool,
+        /// Print how long each stage took and how many kernels were compiled
+        /// or taken from the cache (on stderr).
+        #[arg(long)]
+        timings: bool,
         /// With --emit plan: the plan as this backend runs it, with where each
         /// step runs (cuda: generated kernels, cuBLAS, NCCL).
         #[arg(long, value_enum, default_value = "cpu", value_name = "BACKEND")]
@@ -192,8 +208,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
             print!("{}", pjc_front::print_module(&c.module));
             Ok(())
         }
-        Cmd::Compile { file, output, mesh, entry, emit, gpu_arch, device, cpu_levels } => {
+        Cmd::Compile { file, output, mesh, entry, emit, gpu_arch, device, cpu_levels, target, jobs, no_cache, timings } => {
             let cpu_levels = exe::parse_cpu_levels(&cpu_levels)?;
+            if jobs == Some(0) {
+                return Err(Failure::Env("-j/--jobs must be at least 1".into()));
+            }
+            if output.is_none() && (target.is_some() || timings) {
+                return Err(Failure::Env("--target and --timings apply to executables (-o OUT)".into()));
+            }
             if device != Device::Cpu && emit != Some(Emit::Plan) {
                 return Err(Failure::Env("--device only applies to --emit plan (an executable carries both backends and picks one at run time)".into()));
             }
@@ -226,7 +248,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
                             mem.donated.iter().map(|(p, r)| format!("b{p} -> b{r}")).collect::<Vec<_>>().join(", ")
                         });
                 }
-                (None, Some(out)) => exe::compile(&c, &out, &gpu_arch, &cpu_levels)?,
+                (None, Some(out)) => {
+                    let cache = if no_cache { None } else { pjc_codegen::Cache::from_env().map_err(Failure::Env)? };
+                    let jobs = jobs.unwrap_or_else(pjc_codegen::program::default_jobs);
+                    exe::compile(&c, &out, &exe::CodegenArgs { gpu_arch, cpu_levels, targets: target, jobs, cache, timings })?
+                }
                 (None, None) => unreachable!("checked above"),
             }
             Ok(())

@@ -40,7 +40,18 @@ pub enum Stage {
 }
 
 impl Stage {
-    fn name(self) -> &'static str {
+    /// The stage after this one.
+    fn next(self) -> Stage {
+        match self {
+            Stage::Load => Stage::Expand,
+            Stage::Expand => Stage::Propagate,
+            Stage::Propagate => Stage::Partition,
+            Stage::Partition => Stage::PerDevice,
+            Stage::PerDevice | Stage::Plan => Stage::Plan,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
         match self {
             Stage::Load => "load",
             Stage::Expand => "expand (grad/vmap)",
@@ -73,11 +84,14 @@ pub struct Compilation {
     /// first, then the bodies its control flow names.
     pub per_device: Option<Module>,
     pub plan: Option<pjc_plan::Plan>,
+    /// How long each stage that ran took, in order (`pjc compile --timings`).
+    pub timings: Vec<(&'static str, std::time::Duration)>,
 }
 
 impl Compilation {
     /// Stage `load`: read, parse, apply `--mesh`, verify, check the entry.
     pub fn load(path: &Path, entry: &str, mesh: Option<&str>) -> Result<Compilation, Failure> {
+        let t0 = std::time::Instant::now();
         let src = std::fs::read_to_string(path).map_err(|e| Failure::Env(format!("cannot read '{}': {}", path.display(), io_reason(&e))))?;
         let name = path.display().to_string();
         let program = |d: Vec<pjc_front::Diag>| Failure::Program(pjc_front::render(&name, &src, &d));
@@ -97,12 +111,15 @@ impl Compilation {
             partitioned: None,
             per_device: None,
             plan: None,
+            timings: vec![(Stage::Load.name(), t0.elapsed())],
         })
     }
 
     /// Runs the stages after the one reached, up to and including `stage`.
     pub fn run_to(&mut self, stage: Stage) -> Result<&mut Compilation, Failure> {
         while self.reached < stage {
+            let t0 = std::time::Instant::now();
+            let next = self.reached.next();
             match self.reached {
                 Stage::Load => self.expand()?,
                 Stage::Expand => self.propagate()?,
@@ -111,6 +128,7 @@ impl Compilation {
                 Stage::PerDevice => self.plan()?,
                 Stage::Plan => unreachable!("the last stage"),
             }
+            self.timings.push((next.name(), t0.elapsed()));
         }
         Ok(self)
     }

@@ -835,6 +835,11 @@ fn a_program_too_large_for_memory_is_one_error_line() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Without libdevice, `pjc compile` builds CPU code only by default and the
+/// executable says why; `--target all` asks for PTX anyway, which kernels
+/// without math functions get and kernels calling them cannot (exit 2);
+/// `--target cpu` leaves it out, `--target cuda` leaves out the CPU kernels
+/// (the executable then says it needs a GPU).
 #[test]
 fn list_devices_and_pjc_devices_say_when_there_is_no_gpu_code_and_why() {
     // PJC_LIBDEVICE naming a missing file: the machine has no libdevice.
@@ -843,38 +848,61 @@ fn list_devices_and_pjc_devices_say_when_there_is_no_gpu_code_and_why() {
     let no_lib = [("PJC_LIBDEVICE", missing.display().to_string())];
     let src = "func @main(%x: f32[8]) -> (y: f32[8]) {\n  %y = tanh %x\n  return %y\n}\n";
     let plain = "func @main(%x: f32[8]) -> (y: f32[8]) {\n  %y = add %x, %x\n  return %y\n}\n";
-    let mut exes = vec![];
-    for (name, text) in [("math", src), ("plain", plain)] {
+    let compile_with = |name: &str, text: &str, flags: &[&str]| {
         std::fs::write(dir.join(format!("{name}.pir")), text).unwrap();
         let exe = dir.join(format!("{name}.bin"));
-        let o = Command::new(env!("CARGO_BIN_EXE_pjc")).arg("compile").arg(dir.join(format!("{name}.pir"))).arg("-o").arg(&exe).envs(no_lib.clone()).output().unwrap();
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(o.status.success(), "{err}");
-        assert_eq!(err.contains("warning: the executable gets no GPU code"), name == "math", "{name}: {err}");
-        exes.push(exe);
-    }
+        let o = Command::new(env!("CARGO_BIN_EXE_pjc")).arg("compile").arg(dir.join(format!("{name}.pir"))).arg("-o").arg(&exe).args(flags).envs(no_lib.clone()).output().unwrap();
+        (exe, o)
+    };
     let list = |exe: &Path| {
         let o = launch_exe(None, exe, &["--list-devices".to_string()]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         String::from_utf8_lossy(&o.stdout).into_owned()
     };
-    let out = list(&exes[0]);
-    let line = out.lines().find(|l| l.starts_with("gpu code: ")).unwrap_or_else(|| panic!("no gpu code line:\n{out}"));
-    assert!(line.starts_with("gpu code: none, this executable runs on CPUs only (when it was compiled: "), "{out}");
-    assert!(line.contains(&format!("cannot read libdevice '{}'", missing.display())), "{out}");
-    assert!(out.lines().any(|l| l.starts_with("rank 0: ") && l.contains("not CUDA: the executable has no GPU code")), "{out}");
-    // Kernels without math functions need no libdevice: PTX all the same.
-    let out = list(&exes[1]);
-    assert!(out.lines().any(|l| l.starts_with("gpu code: PTX for sm_")), "{out}");
+    let gpu_line = |out: &str| out.lines().find(|l| l.starts_with("gpu code: ")).unwrap_or_else(|| panic!("no gpu code line:\n{out}")).to_string();
+    // The default: CPU code only, silently, with the reason recorded.
+    for (name, text) in [("math", src), ("plain", plain)] {
+        let (exe, o) = compile_with(name, text, &[]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success() && err.is_empty(), "{name}: {err}");
+        let out = list(&exe);
+        let line = gpu_line(&out);
+        assert!(line.starts_with("gpu code: none, this executable runs on CPUs only (when it was compiled: "), "{out}");
+        assert!(line.contains(&format!("PJC_LIBDEVICE is '{}', which is not a file", missing.display())) && line.contains("--target all"), "{out}");
+        assert!(out.lines().any(|l| l.starts_with("rank 0: ") && l.contains("not CUDA: the executable has no GPU code")), "{out}");
+    }
+    // --target all: kernels without math functions need no libdevice.
+    let (exe, o) = compile_with("plain_all", plain, &["--target", "all"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(gpu_line(&list(&exe)).starts_with("gpu code: PTX for sm_"));
+    // ... and kernels calling them cannot: one error line, exit 2, no file.
+    let (exe, o) = compile_with("math_all", src, &["--target", "all"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.starts_with("error: no GPU code for --target all: ") && err.contains(&format!("cannot read libdevice '{}'", missing.display())) && err.lines().count() == 1, "{err}");
+    assert!(!exe.exists());
+    // --target cpu says so.
+    let (exe, o) = compile_with("plain_cpu", plain, &["--target", "cpu"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(gpu_line(&list(&exe)).contains("(it was compiled with pjc compile --target cpu)"));
+    // --target cuda: no CPU kernels; on a machine without a GPU, one clear error.
+    let (exe, o) = compile_with("plain_cuda", plain, &["--target", "cuda"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let x = Tensor::new(vec![8], Buf::F32(vec![1.0; 8]));
+    pjc_tensor::write_npy(&dir.join("x.npy"), &x).unwrap();
+    let o = launch_exe(None, &exe, &["--input".into(), format!("x={}", dir.join("x.npy").display()), "--output".into(), dir.join("out").display().to_string()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("carries no CPU kernels (it was compiled with pjc compile --target cuda)"), "{err}");
     // `pjc devices` says what executables compiled here get.
     let o = Command::new(env!("CARGO_BIN_EXE_pjc")).arg("devices").envs(no_lib.clone()).output().unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{out}");
-    let line = out.lines().find(|l| l.starts_with("gpu code: ")).unwrap_or_else(|| panic!("{out}"));
+    let line = gpu_line(&out);
     assert!(line.contains("run on CPUs only") && line.contains(&format!("PJC_LIBDEVICE is '{}', which is not a file", missing.display())), "{out}");
     let o = Command::new(env!("CARGO_BIN_EXE_pjc")).arg("devices").env_remove("PJC_LIBDEVICE").output().unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
-    let line = out.lines().find(|l| l.starts_with("gpu code: ")).unwrap_or_else(|| panic!("{out}"));
+    let line = gpu_line(&out);
     assert!(line.contains("carry PTX (libdevice: ") || line.contains("libdevice.10.bc not found (PJC_LIBDEVICE is not set; looked at "), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -365,10 +365,10 @@ impl CudaBackend {
                     match geometry::launch_geometry(pk.points, pk.vector_width, pk.required_block, cap) {
                         None => Exec::Skip,
                         Some((grid, block)) => {
-                            let name = CString::new(pk.name.as_str()).map_err(|_| RuntimeError::Internal("a kernel name with NUL".into()))?;
+                            let name = CString::new(pk.entry.as_str()).map_err(|_| RuntimeError::Internal("a kernel name with NUL".into()))?;
                             // SAFETY: the module is loaded; the name is NUL-terminated.
                             let func = unsafe { result::module::get_function(module, name) }
-                                .map_err(cuda(&format!("kernel {} is not in the PTX", pk.name)))?;
+                                .map_err(cuda(&format!("kernel {} (entry {}) is not in the PTX", pk.name, pk.entry)))?;
                             let args = pk.buffers.clone();
                             Exec::Kernel { func, grid, block, args, n: pk.points as i64 }
                         }
