@@ -23,6 +23,43 @@ pub use cpu::{emit_llvm, execute_plan_jit, JitPlan};
 pub use program::{build, compile_ptx, emit_ptx, Built, Options, Target, TargetStats};
 pub use ptx::{PtxKernel, PtxModule};
 
+/// LLVM's optimization pipeline for the kernels (`pjc compile -O`).
+///
+/// Chosen by measurement (docs/benchmarks-compile.md, "Optimization
+/// levels"): on every kernel kind pjc generates — elementwise loops, row
+/// and column reductions, on x86-64 and NVPTX — `O2` gives the code `O3`
+/// gives (the same kernel time on ResNet-50's training step) in the same
+/// compile time, while `O1` compiles about 40 % faster but leaves loops
+/// unvectorized (its kernels take 1.5x as long). The default is `O2`.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum OptLevel {
+    O1,
+    #[default]
+    O2,
+    O3,
+}
+
+impl OptLevel {
+    /// The new pass manager's pipeline.
+    pub fn pipeline(self) -> &'static str {
+        match self {
+            OptLevel::O1 => "default<O1>",
+            OptLevel::O2 => "default<O2>",
+            OptLevel::O3 => "default<O3>",
+        }
+    }
+
+    /// `1`, `2` or `3`.
+    pub fn parse(s: &str) -> Option<OptLevel> {
+        Some(match s.trim() {
+            "1" => OptLevel::O1,
+            "2" => OptLevel::O2,
+            "3" => OptLevel::O3,
+            _ => return None,
+        })
+    }
+}
+
 /// Code generation failures.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CodegenError {

@@ -26,7 +26,7 @@
 //! prefixed with the body's symbol first, so no two bodies declare one name.
 
 use crate::cache::{self, Cache};
-use crate::{cpu, ptx, CodegenError};
+use crate::{cpu, ptx, CodegenError, OptLevel};
 use inkwell::context::Context;
 use inkwell::module::Linkage;
 use inkwell::targets::FileType;
@@ -60,12 +60,14 @@ pub struct Options<'c> {
     /// Threads (at least 1).
     pub jobs: usize,
     pub cache: Option<&'c Cache>,
+    /// LLVM's optimization pipeline for every kernel.
+    pub opt: OptLevel,
 }
 
 impl Options<'_> {
-    /// One thread, no cache.
+    /// One thread, no cache, the default optimization level.
     pub fn serial() -> Options<'static> {
-        Options { jobs: 1, cache: None }
+        Options { jobs: 1, cache: None, opt: OptLevel::default() }
     }
 }
 
@@ -168,9 +170,9 @@ fn sources_hash() -> &'static [u8; 32] {
 }
 
 /// What besides the body and the target the code depends on.
-fn fingerprint(t: &Target) -> Vec<u8> {
+fn fingerprint(t: &Target, opt: OptLevel) -> Vec<u8> {
     let (maj, min, patch) = inkwell::support::get_llvm_version();
-    let mut f = format!("pjc {} llvm {maj}.{min}.{patch} target {}\n", pjc_plan::artifact::PJC_VERSION, t.name()).into_bytes();
+    let mut f = format!("pjc {} llvm {maj}.{min}.{patch} target {} {}\n", pjc_plan::artifact::PJC_VERSION, t.name(), opt.pipeline()).into_bytes();
     f.extend(sources_hash());
     match t {
         Target::Host(_) => f.extend(cpu::libmvec_signature().as_bytes()),
@@ -195,23 +197,23 @@ fn renamed(k: &Kernel, symbol: &str) -> Kernel {
 }
 
 /// The x86-64 object of one body, its function named `symbol`.
-fn host_object(k: &Kernel, symbol: &str, level: CpuLevel) -> Result<Vec<u8>, CodegenError> {
+fn host_object(k: &Kernel, symbol: &str, level: CpuLevel, opt: OptLevel) -> Result<Vec<u8>, CodegenError> {
     let cx = Context::create();
     let cpu = level.name();
     let tm = cpu::target_machine(cpu)?;
     let m = cpu::module_of(&cx, symbol, [&renamed(k, symbol)], cpu, &tm)?;
-    cpu::optimize(&m, &tm)?;
+    cpu::optimize_at(&m, &tm, opt)?;
     let buf = tm.write_to_memory_buffer(&m, FileType::Object).map_err(|e| CodegenError::Llvm(e.to_string()))?;
     Ok(buf.as_slice().to_vec())
 }
 
 /// The PTX module of one body (or of none: just the header), its `.entry`
 /// named `symbol` and every other name it defines prefixed with it.
-fn ptx_unit(k: Option<&Kernel>, symbol: &str, arch: &str) -> Result<String, CodegenError> {
+fn ptx_unit(k: Option<&Kernel>, symbol: &str, arch: &str, opt: OptLevel) -> Result<String, CodegenError> {
     let cx = Context::create();
     let tm = ptx::target_machine(arch)?;
     let k = k.map(|k| renamed(k, symbol));
-    let m = ptx::module_of(&cx, symbol, k.as_ref(), &tm)?;
+    let m = ptx::module_of(&cx, symbol, k.as_ref(), &tm, opt)?;
     for f in m.get_functions() {
         if f.count_basic_blocks() > 0 && f.get_linkage() == Linkage::Internal {
             let name = f.get_name().to_string_lossy().into_owned();
@@ -245,7 +247,7 @@ struct Item<'a> {
 }
 
 /// The code of one work item: from the cache or from LLVM. (bytes, cached, time)
-fn compile_item(item: &Item<'_>, target: &Target, fp: &[u8], cache: Option<&Cache>) -> (Result<Vec<u8>, CodegenError>, bool, Duration) {
+fn compile_item(item: &Item<'_>, target: &Target, opt: OptLevel, fp: &[u8], cache: Option<&Cache>) -> (Result<Vec<u8>, CodegenError>, bool, Duration) {
     let t0 = Instant::now();
     let key = cache.map(|_| cache::key(&[fp, &item.hash]));
     if let (Some(c), Some(key)) = (cache, &key) {
@@ -255,8 +257,8 @@ fn compile_item(item: &Item<'_>, target: &Target, fp: &[u8], cache: Option<&Cach
     }
     let symbol = symbol_of(&item.hash);
     let r = match target {
-        Target::Host(level) => host_object(item.kernel, &symbol, *level),
-        Target::Ptx(arch) => ptx_unit(Some(item.kernel), &symbol, arch).map(String::into_bytes),
+        Target::Host(level) => host_object(item.kernel, &symbol, *level, opt),
+        Target::Ptx(arch) => ptx_unit(Some(item.kernel), &symbol, arch, opt).map(String::into_bytes),
     };
     if let (Some(c), Some(key), Ok(bytes)) = (cache, &key, &r) {
         c.put(key, bytes);
@@ -291,10 +293,10 @@ pub fn build(plan: &Plan, targets: &[Target], opts: &Options<'_>) -> Result<Buil
     // Largest bodies first, so that the last ones to finish are short.
     let mut order: Vec<usize> = (0..items.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(items[i].kernel.nodes.len() + items[i].kernel.reduce.as_ref().map_or(0, |_| 64)));
-    let fps: Vec<Vec<u8>> = targets.iter().map(fingerprint).collect();
+    let fps: Vec<Vec<u8>> = targets.iter().map(|t| fingerprint(t, opts.opt)).collect();
     let done = par_map(order.len(), opts.jobs, |j| {
         let item = &items[order[j]];
-        compile_item(item, &targets[item.target], &fps[item.target], opts.cache)
+        compile_item(item, &targets[item.target], opts.opt, &fps[item.target], opts.cache)
     });
     let mut results: Vec<Option<(Result<Vec<u8>, CodegenError>, bool, Duration)>> = (0..items.len()).map(|_| None).collect();
     for (j, r) in done.into_iter().enumerate() {
@@ -375,7 +377,7 @@ fn assemble_ptx(arch: &str, kernels: &[&Kernel], d: &Distinct<'_>, units: &[Vec<
     let first = match units.first() {
         Some(u) => String::from_utf8_lossy(u).into_owned(),
         None => {
-            empty = ptx_unit(None, "pjc_empty", arch)?;
+            empty = ptx_unit(None, "pjc_empty", arch, OptLevel::default())?;
             empty.clone()
         }
     };

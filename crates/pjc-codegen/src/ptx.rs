@@ -46,11 +46,12 @@
 //! pointer into the middle of an allocation must keep it 16-byte aligned.
 //!
 //! Math functions come from libdevice (`__nv_expf`, ...): the bitcode is linked
-//! in, everything but the kernels is internalized, and `default<O3>` keeps only
-//! what is used (`__nvvm_reflect` folded with FTZ off: subnormals are kept).
+//! in lazily (only the functions a kernel calls are read and linked:
+//! [`lazy_libdevice`]), everything but the kernels is internalized, and the
+//! optimization pipeline ([`OptLevel`]) keeps only what is used (`__nvvm_reflect` folded with FTZ off: subnormals are kept).
 
 use crate::lower::{live_nodes, reg_type, storage_type, Lower, Target as LowerTarget};
-use crate::CodegenError;
+use crate::{CodegenError, OptLevel};
 use inkwell::context::Context;
 use inkwell::module::{FlagBehavior, Linkage, Module};
 use inkwell::passes::PassBuilderOptions;
@@ -817,6 +818,51 @@ pub fn find_libdevice() -> Option<PathBuf> {
     LIBDEVICE_SYSTEM.iter().map(PathBuf::from).find(|p| p.is_file())
 }
 
+/// libdevice's bytes, read once per process (per path).
+fn libdevice_bytes(path: &std::path::Path) -> Result<std::sync::Arc<Vec<u8>>, CodegenError> {
+    static READ: std::sync::Mutex<Vec<(PathBuf, std::sync::Arc<Vec<u8>>)>> = std::sync::Mutex::new(vec![]);
+    let mut read = READ.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, b)) = read.iter().find(|(p, _)| p == path) {
+        return Ok(b.clone());
+    }
+    let bytes = std::fs::read(path).map_err(|e| {
+        CodegenError::Environment(format!("cannot read libdevice '{}': {e}", path.display()))
+    })?;
+    let b = std::sync::Arc::new(bytes);
+    read.push((path.to_path_buf(), b.clone()));
+    Ok(b)
+}
+
+/// libdevice as a lazily read module whose every definition is
+/// `linkonce_odr`: linking it into a kernel's module brings in (and reads)
+/// only the functions the kernel calls, directly or through each other,
+/// instead of parsing and optimizing all of libdevice for every kernel.
+fn lazy_libdevice<'ctx>(cx: &'ctx Context, path: &std::path::Path) -> Result<Module<'ctx>, CodegenError> {
+    use inkwell::memory_buffer::MemoryBuffer;
+    let bytes = libdevice_bytes(path)?;
+    let buf = MemoryBuffer::create_from_memory_range_copy(&bytes, "libdevice");
+    let mut raw = std::ptr::null_mut();
+    // SAFETY: valid context and buffer; on success the module owns the buffer.
+    let failed = unsafe { inkwell::llvm_sys::bit_reader::LLVMGetBitcodeModuleInContext2(cx.raw(), buf.as_mut_ptr(), &mut raw) };
+    if failed != 0 || raw.is_null() {
+        return Err(CodegenError::Environment(format!("cannot read libdevice '{}': not LLVM bitcode", path.display())));
+    }
+    std::mem::forget(buf);
+    // SAFETY: a module just created in `cx`.
+    let lib = unsafe { Module::new(raw) };
+    for f in lib.get_functions() {
+        if !f.as_global_value().is_declaration() {
+            f.set_linkage(Linkage::LinkOnceODR);
+        }
+    }
+    for g in lib.get_globals() {
+        if !g.is_declaration() {
+            g.set_linkage(Linkage::LinkOnceODR);
+        }
+    }
+    Ok(lib)
+}
+
 fn uses_libdevice(m: &Module<'_>) -> bool {
     m.get_functions()
         .any(|f| f.count_basic_blocks() == 0 && f.get_name().to_bytes().starts_with(b"__nv_"))
@@ -829,7 +875,7 @@ fn build_module<'ctx>(
     plan: &Plan,
     tm: &TargetMachine,
 ) -> Result<Module<'ctx>, CodegenError> {
-    module_of(cx, &plan.name, plan.kernels(), tm)
+    module_of(cx, &plan.name, plan.kernels(), tm, OptLevel::default())
 }
 
 /// The linked and optimized NVPTX module `name` holding `kernels`, each a
@@ -839,6 +885,7 @@ pub(crate) fn module_of<'ctx, 'k>(
     name: &str,
     kernels_in: impl IntoIterator<Item = &'k Kernel>,
     tm: &TargetMachine,
+    opt: OptLevel,
 ) -> Result<Module<'ctx>, CodegenError> {
     let module = cx.create_module(name);
     module.set_triple(&TargetTriple::create(TRIPLE));
@@ -862,13 +909,7 @@ pub(crate) fn module_of<'ctx, 'k>(
                 "libdevice.10.bc not found (needed for math functions on NVPTX): run scripts/ptxas.sh, which installs the pip package nvidia-cuda-nvcc-cu12 into .venv, or set PJC_LIBDEVICE".into(),
             )
         })?;
-        let lib = Module::parse_bitcode_from_path(&path, cx).map_err(|e| {
-            CodegenError::Environment(format!(
-                "cannot read libdevice '{}': {}",
-                path.display(),
-                e.to_string()
-            ))
-        })?;
+        let lib = lazy_libdevice(cx, &path)?;
         lib.set_triple(&TargetTriple::create(TRIPLE));
         lib.set_data_layout(&layout);
         module
@@ -888,7 +929,7 @@ pub(crate) fn module_of<'ctx, 'k>(
     }
     let opts = PassBuilderOptions::create();
     module
-        .run_passes("default<O3>", tm, opts)
+        .run_passes(opt.pipeline(), tm, opts)
         .map_err(|e| CodegenError::Llvm(e.to_string()))?;
     if let Some(f) = module
         .get_functions()

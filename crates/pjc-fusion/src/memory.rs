@@ -169,24 +169,8 @@ pub fn plan_memory(p: &Plan, carried: &[(usize, usize)]) -> Memory {
     let window = |i: usize| matches!(p.buffers[i].kind, BufferKind::Window { .. });
     let mut order: Vec<usize> = (0..n).filter(|&i| share[i].is_none() && !window(i)).collect();
     order.sort_by_key(|&i| (def[i], i));
-    let mut offsets = vec![0u64; n];
-    let mut placed: Vec<(u64, u64, usize, usize)> = vec![]; // (offset, size, def, last)
-    for i in order {
-        // A donated-to result keeps its parameter's live range to the end.
-        let size = align(p.buffers[i].bytes().max(1));
-        let overlaps = |&(_, _, d, l): &(u64, u64, usize, usize)| !(l < def[i] || last[i] < d);
-        let mut busy: Vec<(u64, u64)> = placed.iter().filter(|x| overlaps(x)).map(|x| (x.0, x.1)).collect();
-        busy.sort();
-        let mut off = 0;
-        for (o, s) in busy {
-            if off + size <= o {
-                break;
-            }
-            off = off.max(o + s);
-        }
-        offsets[i] = off;
-        placed.push((off, size, def[i], last[i]));
-    }
+    let sizes: Vec<u64> = p.buffers.iter().map(|b| align(b.bytes().max(1))).collect();
+    let (mut offsets, peak) = first_fit(n, &order, &def, &last, &sizes, steps + 1);
     for i in 0..n {
         if let Some(pb) = share[i] {
             offsets[i] = offsets[pb];
@@ -195,6 +179,137 @@ pub fn plan_memory(p: &Plan, carried: &[(usize, usize)]) -> Memory {
             offsets[i] = offsets[whole];
         }
     }
-    let peak = placed.iter().map(|x| x.0 + x.1).max().unwrap_or(0);
     Memory { offsets, peak, donated }
+}
+
+/// First-fit placement of buffers `order` (sorted by definition) with live
+/// intervals `[def, last]` and `sizes`: each at the lowest offset where it
+/// overlaps no placed buffer live at the same time. Returns the offsets
+/// (indexed by buffer; 0 for buffers not in `order`) and the peak.
+///
+/// Linear in the buffers times the memory live at once, not quadratic in the
+/// program: `forever` holds the coalesced ranges of buffers live to the end
+/// (`last >= end_of_step`: parameters, results, which never free), `live` the
+/// others not yet dead. Buffers come in order of definition, so one that died
+/// before this definition overlaps nothing placed later and is dropped, and
+/// everything kept overlaps the buffer being placed.
+fn first_fit(n: usize, order: &[usize], def: &[usize], last: &[usize], sizes: &[u64], end_of_step: usize) -> (Vec<u64>, u64) {
+    let mut offsets = vec![0u64; n];
+    let mut forever: Vec<(u64, u64)> = vec![]; // [start, end), sorted, disjoint, not touching
+    let mut live: Vec<(u64, u64, usize)> = vec![]; // (start, end, last)
+    let mut peak = 0;
+    for &i in order {
+        let size = sizes[i];
+        live.retain(|&(_, _, l)| l >= def[i]);
+        let mut busy: Vec<(u64, u64)> = forever.iter().copied().chain(live.iter().map(|&(o, e, _)| (o, e))).collect();
+        busy.sort_unstable();
+        let mut off = 0;
+        for (o, e) in busy {
+            if off + size <= o {
+                break;
+            }
+            off = off.max(e);
+        }
+        offsets[i] = off;
+        peak = peak.max(off + size);
+        if last[i] >= end_of_step {
+            insert_range(&mut forever, off, off + size);
+        } else {
+            live.push((off, off + size, last[i]));
+        }
+    }
+    (offsets, peak)
+}
+
+/// Adds `[start, end)` (overlapping none of them) to the sorted disjoint
+/// ranges `rs`, merging it with ranges it touches.
+fn insert_range(rs: &mut Vec<(u64, u64)>, start: u64, end: u64) {
+    let at = rs.partition_point(|r| r.0 < start);
+    let joins_prev = at > 0 && rs[at - 1].1 == start;
+    let joins_next = at < rs.len() && rs[at].0 == end;
+    match (joins_prev, joins_next) {
+        (true, true) => {
+            rs[at - 1].1 = rs[at].1;
+            rs.remove(at);
+        }
+        (true, false) => rs[at - 1].1 = end,
+        (false, true) => rs[at].0 = start,
+        (false, false) => rs.insert(at, (start, end)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The placement before it was made linear: every placed buffer checked
+    /// for overlap with every new one.
+    fn first_fit_quadratic(n: usize, order: &[usize], def: &[usize], last: &[usize], sizes: &[u64]) -> (Vec<u64>, u64) {
+        let mut offsets = vec![0u64; n];
+        let mut placed: Vec<(u64, u64, usize, usize)> = vec![];
+        for &i in order {
+            let size = sizes[i];
+            let mut busy: Vec<(u64, u64)> = placed.iter().filter(|&&(_, _, d, l)| !(l < def[i] || last[i] < d)).map(|x| (x.0, x.1)).collect();
+            busy.sort();
+            let mut off = 0;
+            for (o, s) in busy {
+                if off + size <= o {
+                    break;
+                }
+                off = off.max(o + s);
+            }
+            offsets[i] = off;
+            placed.push((off, size, def[i], last[i]));
+        }
+        (offsets, placed.iter().map(|x| x.0 + x.1).max().unwrap_or(0))
+    }
+
+    #[test]
+    fn linear_first_fit_places_exactly_as_the_quadratic_one() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % m
+        };
+        for case in 0..300 {
+            let n = 1 + rnd(60) as usize;
+            let steps = 1 + rnd(40) as usize;
+            let mut def = vec![];
+            let mut last = vec![];
+            let mut sizes = vec![];
+            for _ in 0..n {
+                let d = rnd(steps as u64 + 1) as usize;
+                // Some live to the end (parameters, results), some die at once.
+                let l = match rnd(4) {
+                    0 => steps + 1,
+                    1 => d,
+                    _ => d + rnd((steps + 2 - d) as u64) as usize,
+                };
+                def.push(d);
+                last.push(l);
+                sizes.push(ALIGN * (1 + rnd(8)));
+            }
+            let mut order: Vec<usize> = (0..n).filter(|_| rnd(10) > 0).collect();
+            order.sort_by_key(|&i| (def[i], i));
+            let fast = first_fit(n, &order, &def, &last, &sizes, steps + 1);
+            let slow = first_fit_quadratic(n, &order, &def, &last, &sizes);
+            assert_eq!(fast, slow, "case {case}: def {def:?} last {last:?} sizes {sizes:?} order {order:?}");
+        }
+    }
+
+    #[test]
+    fn ranges_coalesce() {
+        let mut r = vec![];
+        insert_range(&mut r, 64, 128);
+        insert_range(&mut r, 256, 320);
+        insert_range(&mut r, 0, 64);
+        assert_eq!(r, vec![(0, 128), (256, 320)]);
+        insert_range(&mut r, 128, 256);
+        assert_eq!(r, vec![(0, 320)]);
+        insert_range(&mut r, 384, 448);
+        insert_range(&mut r, 320, 384);
+        assert_eq!(r, vec![(0, 448)]);
+    }
 }

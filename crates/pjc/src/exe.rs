@@ -157,6 +157,7 @@ pub struct CodegenArgs {
     pub targets: Option<Targets>,
     pub jobs: usize,
     pub cache: Option<pjc_codegen::Cache>,
+    pub opt: pjc_codegen::OptLevel,
     pub timings: bool,
 }
 
@@ -181,7 +182,7 @@ pub fn compile(c: &Compilation, out: &Path, a: &CodegenArgs) -> Result<(), Failu
     }
     // Every distinct kernel body once per target, on all cores, through the cache.
     let t0 = Instant::now();
-    let built = pjc_codegen::build(&plan, &targets, &pjc_codegen::Options { jobs: a.jobs, cache: a.cache.as_ref() }).map_err(|e| Failure::Env(e.to_string()))?;
+    let built = pjc_codegen::build(&plan, &targets, &pjc_codegen::Options { jobs: a.jobs, cache: a.cache.as_ref(), opt: a.opt }).map_err(|e| Failure::Env(e.to_string()))?;
     let t_codegen = t0.elapsed();
     if let Some(cache) = &a.cache {
         if let Some(e) = cache.take_error() {
@@ -259,7 +260,7 @@ fn timings_report(stages: &[(&str, std::time::Duration)], stats: &[pjc_codegen::
         Some(c) => format!("cache {}", c.dir().display()),
         None => "no cache".into(),
     };
-    s.push_str(&format!("code generation: {} thread(s), {cache}\n", a.jobs));
+    s.push_str(&format!("code generation: {} thread(s), LLVM {}, {cache}\n", a.jobs, a.opt.pipeline()));
     for t in stats {
         s.push_str(&format!(
             "  {:<10} kernels: {} total, {} distinct; {} compiled, {} cached; {:.1} ms of thread time\n",

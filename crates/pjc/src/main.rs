@@ -75,6 +75,10 @@ enum Cmd {
         /// compile cache (PJC_CACHE=off does the same; PJC_CACHE_DIR moves it).
         #[arg(long)]
         no_cache: bool,
+        /// LLVM optimization level of the kernels: 1, 2 (default) or 3; -O1
+        /// compiles faster but leaves loops unvectorized (docs/cli.md).
+        #[arg(short = 'O', value_name = "LEVEL")]
+        opt: Option<String>,
         /// Print how long each stage took and how many kernels were compiled
         /// or taken from the cache (on stderr).
         #[arg(long)]
@@ -208,14 +212,18 @@ fn run(cli: Cli) -> Result<(), Failure> {
             print!("{}", pjc_front::print_module(&c.module));
             Ok(())
         }
-        Cmd::Compile { file, output, mesh, entry, emit, gpu_arch, device, cpu_levels, target, jobs, no_cache, timings } => {
+        Cmd::Compile { file, output, mesh, entry, emit, gpu_arch, device, cpu_levels, target, jobs, no_cache, opt, timings } => {
             let cpu_levels = exe::parse_cpu_levels(&cpu_levels)?;
             if jobs == Some(0) {
                 return Err(Failure::Env("-j/--jobs must be at least 1".into()));
             }
-            if output.is_none() && (target.is_some() || timings) {
-                return Err(Failure::Env("--target and --timings apply to executables (-o OUT)".into()));
+            if output.is_none() && (target.is_some() || timings || opt.is_some()) {
+                return Err(Failure::Env("--target, -O and --timings apply to executables (-o OUT)".into()));
             }
+            let opt = match opt {
+                None => pjc_codegen::OptLevel::default(),
+                Some(o) => pjc_codegen::OptLevel::parse(&o).ok_or_else(|| Failure::Env(format!("-O{o}: the optimization level is 1, 2 or 3")))?,
+            };
             if device != Device::Cpu && emit != Some(Emit::Plan) {
                 return Err(Failure::Env("--device only applies to --emit plan (an executable carries both backends and picks one at run time)".into()));
             }
@@ -251,7 +259,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 (None, Some(out)) => {
                     let cache = if no_cache { None } else { pjc_codegen::Cache::from_env().map_err(Failure::Env)? };
                     let jobs = jobs.unwrap_or_else(pjc_codegen::program::default_jobs);
-                    exe::compile(&c, &out, &exe::CodegenArgs { gpu_arch, cpu_levels, targets: target, jobs, cache, timings })?
+                    exe::compile(&c, &out, &exe::CodegenArgs { gpu_arch, cpu_levels, targets: target, jobs, cache, opt, timings })?
                 }
                 (None, None) => unreachable!("checked above"),
             }

@@ -95,7 +95,7 @@ fn parallel_and_cached_executables_are_bitwise_the_serial_uncached_one() {
     let cache = dir.join("cache");
     let serial = dir.join("serial.bin");
     let t = ok(&compile(&src, &serial, &["-j", "1", "--no-cache"], &[]));
-    assert!(t.contains("code generation: 1 thread(s), no cache"), "{t}");
+    assert!(t.contains("code generation: 1 thread(s), LLVM default<O2>, no cache"), "{t}");
     let c = counts(&t);
     assert!(!c.is_empty(), "{t}");
     for (target, total, distinct, compiled, cached) in &c {
@@ -148,6 +148,35 @@ fn parallel_and_cached_executables_are_bitwise_the_serial_uncached_one() {
     for (i, (a, b)) in g.iter().zip(e).enumerate() {
         assert!((a - b).abs() <= 1e-5 * scale, "y[{i}]: executable {a}, eval {b}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `-O` levels are part of the cache key: each level's code is its own, a
+/// level that is not one is one error line.
+#[test]
+fn optimization_levels_have_their_own_cache_entries() {
+    let dir = scratch();
+    let src = dir.join("stack.pir");
+    std::fs::write(&src, stack(2, "1e-05")).unwrap();
+    let cache = dir.join("cache");
+    let env = [("PJC_CACHE_DIR", cache.as_path())];
+    let o2 = ok(&compile(&src, &dir.join("o2.bin"), &[], &env));
+    assert!(o2.contains("LLVM default<O2>"), "{o2}");
+    let o1 = ok(&compile(&src, &dir.join("o1.bin"), &["-O1"], &env));
+    assert!(o1.contains("LLVM default<O1>"), "{o1}");
+    for (target, _, distinct, compiled, cached) in counts(&o1) {
+        assert_eq!((compiled, cached), (distinct, 0), "{target}: -O1 must not reuse -O2's code\n{o1}");
+    }
+    let o2_again = ok(&compile(&src, &dir.join("o2b.bin"), &["-O", "2"], &env));
+    for (target, _, distinct, _, cached) in counts(&o2_again) {
+        assert_eq!(cached, distinct, "{target}\n{o2_again}");
+    }
+    assert!(std::fs::read(dir.join("o2.bin")).unwrap() == std::fs::read(dir.join("o2b.bin")).unwrap());
+    assert!(std::fs::read(dir.join("o2.bin")).unwrap() != std::fs::read(dir.join("o1.bin")).unwrap());
+    let bad = compile(&src, &dir.join("o4.bin"), &["-O4"], &env);
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim(), "error: -O4: the optimization level is 1, 2 or 3");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
