@@ -297,26 +297,12 @@ def kernels_cell(t):
     return cell + (f" ({'; '.join(others)})" if others else "")
 
 
-def cpu_name():
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or "?"
-
-
-def loadavg():
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "?"
-
-
-def revision():
-    try:
-        return subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "?"
+# The machine description the step-time benchmark writes into its report (standard
+# library only at import).
+_spec_steps = importlib.util.spec_from_file_location("bench_steps", ROOT / "scripts/bench_steps.py")
+_steps = importlib.util.module_from_spec(_spec_steps)
+_spec_steps.loader.exec_module(_steps)
+cpu_name, loadavg, revision = _steps.cpu_name, _steps.loadavg, _steps.revision
 
 
 def main():

@@ -444,7 +444,7 @@ fn column_reduction_body<'ctx>(lw: &Lower<'_, 'ctx>) {
 
 /// Nested loops over the reduced dimensions `dims[d..]` (size-1 dims get
 /// coordinate 0 without a loop); `f` is called with all coordinates. Every
-/// loop that holds another one is kept rolled ([`Lower::for_loop_rolled`]):
+/// loop that holds another one is kept rolled ([`Lower::counted_loop`]):
 /// all of them when `f` itself builds a loop (`inner_loop`), else all but
 /// the innermost.
 pub(crate) fn nest<'ctx>(
@@ -471,12 +471,7 @@ pub(crate) fn nest<'ctx>(
         c.push(i);
         nest(lw, dims, d + 1, &mut c, inner_loop, f);
     };
-    let (name, start, end, step) = (format!("r{d}"), lw.ci64(0), lw.ci64(dims[d] as i64), lw.ci64(1));
-    if holds_loop {
-        lw.for_loop_rolled(&name, start, end, step, body);
-    } else {
-        lw.for_loop(&name, start, end, step, body);
-    }
+    lw.counted_loop(&format!("r{d}"), lw.ci64(0), lw.ci64(dims[d] as i64), lw.ci64(1), !holds_loop, body);
 }
 
 /// The unoptimized host module of every kernel of `plan`.

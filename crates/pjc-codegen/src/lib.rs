@@ -25,12 +25,13 @@ pub use ptx::{PtxKernel, PtxModule};
 
 /// LLVM's optimization pipeline for the kernels (`pjc compile -O`).
 ///
-/// Chosen by measurement (docs/benchmarks-compile.md, "Optimization
-/// levels"): on every kernel kind pjc generates — elementwise loops, row
-/// and column reductions, on x86-64 and NVPTX — `O2` gives the code `O3`
-/// gives (the same kernel time on ResNet-50's training step) in the same
-/// compile time, while `O1` compiles about 40 % faster but leaves loops
-/// unvectorized (its kernels take 1.5x as long). The default is `O2`.
+/// Chosen by measurement (docs/cli.md, "Compile time"): on the kernels
+/// pjc generates for x86-64 — elementwise loops, row and column reductions —
+/// `O2` gives the kernel time `O3` gives (ResNet-50's training step) in the
+/// same compile time, while `O1` compiles about 40 % faster but leaves loops
+/// unvectorized (its kernels take 1.5x as long). NVPTX takes the same time
+/// to compile at every level (its run time needs a GPU to measure). The
+/// default is `O2`.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub enum OptLevel {
     O1,

@@ -1353,23 +1353,14 @@ impl<'a, 'ctx> Lower<'a, 'ctx> {
         self.counted_loop(name, start, end, step, true, body)
     }
 
-    /// A loop LLVM must not unroll (`llvm.loop.unroll.disable`): one whose
-    /// body holds another loop. Unrolling it would only copy the inner loop's
-    /// (vectorized) code once per iteration — a batch-norm statistic's
-    /// [8, 14, 14] reduction around a 64-point column block became 196 copies
-    /// and 120 ms of LLVM time for one kernel — for no gain at run time.
-    pub fn for_loop_rolled(
-        &self,
-        name: &str,
-        start: IntValue<'ctx>,
-        end: IntValue<'ctx>,
-        step: IntValue<'ctx>,
-        body: impl FnOnce(IntValue<'ctx>),
-    ) {
-        self.counted_loop(name, start, end, step, false, body)
-    }
-
-    fn counted_loop(
+    /// [`Lower::for_loop`], which LLVM may unroll only when `unroll` is set:
+    /// a loop whose body holds another loop is marked
+    /// `llvm.loop.unroll.disable`, since unrolling it would only copy the
+    /// inner loop's (vectorized) code once per iteration — a batch-norm
+    /// statistic's [8, 14, 14] reduction around a 64-point column block
+    /// became 196 copies and 120 ms of LLVM time for one kernel — for no gain
+    /// at run time.
+    pub fn counted_loop(
         &self,
         name: &str,
         start: IntValue<'ctx>,
