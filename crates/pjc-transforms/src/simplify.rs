@@ -11,9 +11,9 @@
 //! A function in which nothing changes is left exactly as it was.
 
 use pjc_ir::{
-    AttrValue, DType, FuncId, Function, Inst, InstData, Literal, Module, Number, Opcode, PrimaryMap, Value, ValueDef,
+    AttrValue, EntityRef, DType, FuncId, Function, Inst, InstData, Literal, Module, Number, Opcode, PrimaryMap, Value, ValueDef,
 };
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// Simplifies every function of the module in place.
 pub fn run(m: &mut Module) {
@@ -92,10 +92,10 @@ enum Rewrite {
 /// use and no sharding constraint: the result comes out in the transposed
 /// order, with the same sums of the same products (exact), and no transposing
 /// kernel reads it strided (the gradient of `x @ w` read as `w`'s layout).
-fn swapped_product(f: &Function, d: &InstData, uses: &HashMap<Value, usize>) -> Option<Rewrite> {
+fn swapped_product(f: &Function, d: &InstData, uses: &[usize]) -> Option<Rewrite> {
     let g = d.operands[0];
     let dot = def_inst(f, g).filter(|i| i.op == Opcode::DotGeneral)?;
-    if uses.get(&g).copied().unwrap_or(0) != 1 || f.values[g].sharding.is_some() {
+    if uses[g.index()] != 1 || f.values[g].sharding.is_some() {
         return None;
     }
     let perm = ints_attr(d, "perm")?;
@@ -117,16 +117,18 @@ fn swapped_product(f: &Function, d: &InstData, uses: &HashMap<Value, usize>) -> 
     Some(Rewrite::Inst(Opcode::DotGeneral, vec![dot.operands[1], dot.operands[0]], attrs))
 }
 
-/// How many times each value is used (by instructions and `return`).
-fn use_counts(f: &Function) -> HashMap<Value, usize> {
-    let mut n: HashMap<Value, usize> = HashMap::new();
+/// How many times each value is used (by instructions and `return`), by
+/// value index: a dense table, not a hash map, because on large functions
+/// the random accesses of a map keyed by value miss the cache (issue 17).
+fn use_counts(f: &Function) -> Vec<usize> {
+    let mut n = vec![0usize; f.values.len()];
     for &i in &f.body {
         for &v in &f.insts[i].operands {
-            *n.entry(v).or_default() += 1;
+            n[v.index()] += 1;
         }
     }
     for &v in &f.ret {
-        *n.entry(v).or_default() += 1;
+        n[v.index()] += 1;
     }
     n
 }
@@ -148,7 +150,7 @@ fn convert_number(n: Number, to: DType) -> Option<Number> {
     }
 }
 
-fn rewrite(f: &Function, d: &InstData, uses: &HashMap<Value, usize>) -> Option<Rewrite> {
+fn rewrite(f: &Function, d: &InstData, uses: &[usize]) -> Option<Rewrite> {
     use Opcode::*;
     if d.results.len() != 1 {
         return None;
@@ -366,12 +368,18 @@ fn cse(f: &mut Function) -> bool {
 
 /// Removes instructions whose results are all unused.
 fn dce(f: &mut Function) -> bool {
-    let mut live: HashSet<Value> = f.ret.iter().copied().collect();
+    // Liveness by value index (dense: see `use_counts`).
+    let mut live = vec![false; f.values.len()];
+    for &v in &f.ret {
+        live[v.index()] = true;
+    }
     let mut keep: Vec<Inst> = vec![];
     for &i in f.body.iter().rev() {
         let d = &f.insts[i];
-        if d.results.iter().any(|r| live.contains(r)) {
-            live.extend(d.operands.iter().copied());
+        if d.results.iter().any(|r| live[r.index()]) {
+            for &o in &d.operands {
+                live[o.index()] = true;
+            }
             keep.push(i);
         }
     }
@@ -386,7 +394,8 @@ fn dce(f: &mut Function) -> bool {
 /// Rebuilds `f`'s arenas with only its parameters and the values and
 /// instructions of its body (in body order), renumbering the handles.
 pub(crate) fn compact(f: &mut Function) {
-    let mut map: HashMap<Value, Value> = HashMap::new();
+    // Old value index -> new value (dense: see `use_counts`).
+    let mut map: Vec<Option<Value>> = vec![None; f.values.len()];
     let mut values = PrimaryMap::new();
     let mut insts: PrimaryMap<Inst, InstData> = PrimaryMap::new();
     let mut params = vec![];
@@ -394,13 +403,13 @@ pub(crate) fn compact(f: &mut Function) {
         let mut v = f.values[p].clone();
         v.def = ValueDef::Param(k);
         let nv = values.push(v);
-        map.insert(p, nv);
+        map[p.index()] = Some(nv);
         params.push(nv);
     }
     let mut body = vec![];
     for &i in &f.body {
         let mut d = f.insts[i].clone();
-        d.operands = d.operands.iter().map(|v| map[v]).collect();
+        d.operands = d.operands.iter().map(|v| map[v.index()].expect("defined before use")).collect();
         let old_results = std::mem::take(&mut d.results);
         let ni = insts.push(d);
         let mut results = vec![];
@@ -408,13 +417,13 @@ pub(crate) fn compact(f: &mut Function) {
             let mut v = f.values[r].clone();
             v.def = ValueDef::Result(ni, k);
             let nv = values.push(v);
-            map.insert(r, nv);
+            map[r.index()] = Some(nv);
             results.push(nv);
         }
         insts[ni].results = results;
         body.push(ni);
     }
-    f.ret = f.ret.iter().map(|v| map[v]).collect();
+    f.ret = f.ret.iter().map(|v| map[v.index()].expect("defined before use")).collect();
     f.params = params;
     f.values = values;
     f.insts = insts;

@@ -406,9 +406,15 @@ fn inline(b: &mut Builder, m: &Module, g: &Function, args: &[Value], prefix: &st
     let err =
         |msg: String| TransformError { span, msg: format!("internal error in grad while inlining @{}: {msg}", g.name) };
     let global = b.func.kind == FuncKind::Global;
-    let mut map: HashMap<Value, Value> = g.params.iter().copied().zip(args.iter().copied()).collect();
-    let get = |map: &HashMap<Value, Value>, v: &Value| {
-        map.get(v).copied().ok_or_else(|| err(format!("%{} used before its definition", g.values[*v].name)))
+    // `g`'s values to the new ones, by value index: a dense table, not a hash
+    // map, because inlining a large function into a per-device program made
+    // the map's random accesses miss the cache (issue 17).
+    let mut map: Vec<Option<Value>> = vec![None; g.values.len()];
+    for (&p, &a) in g.params.iter().zip(args) {
+        map[p.index()] = Some(a);
+    }
+    let get = |map: &[Option<Value>], v: &Value| {
+        map[v.index()].ok_or_else(|| err(format!("%{} used before its definition", g.values[*v].name)))
     };
     for &i in &g.body {
         let inst = &g.insts[i];
@@ -433,7 +439,7 @@ fn inline(b: &mut Builder, m: &Module, g: &Function, args: &[Value], prefix: &st
                             b.func.values[v[0]].sharding = Some(s.clone());
                             o = v[0];
                         }
-                        map.insert(r, o);
+                        map[r.index()] = Some(o);
                     }
                     continue;
                 }
@@ -461,7 +467,7 @@ fn inline(b: &mut Builder, m: &Module, g: &Function, args: &[Value], prefix: &st
             if global {
                 b.func.values[nr].sharding = g.values[r].sharding.clone();
             }
-            map.insert(r, nr);
+            map[r.index()] = Some(nr);
         }
     }
     g.ret.iter().map(|v| get(&map, v)).collect()
