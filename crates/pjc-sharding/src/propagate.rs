@@ -272,16 +272,20 @@ impl Cx<'_> {
                     if r.kinds[f] == FactorKind::NeedReplication || split[k].is_empty() {
                         continue;
                     }
-                    let p = Proposal {
-                        axes: split[k].clone(),
-                        closed: *closed,
-                        bytes: bytes(&self.types[slot]),
-                        devices: split[k].iter().map(|a| self.size(a)).product(),
-                        source: self.names[slot].clone(),
-                        reason: reason.clone(),
-                    };
-                    if best[f].as_ref().is_none_or(|b| better(&p, b)) {
-                        best[f] = Some(p);
+                    // Ranked before it is built: cloning the reason and the
+                    // source name of every candidate, most of which lose, was
+                    // most of propagation's allocations (issue 17).
+                    let source = self.names[slot].as_str();
+                    let key = (*closed, bytes(&self.types[slot]), split[k].iter().map(|a| self.size(a)).product::<u64>(), std::cmp::Reverse(source));
+                    if best[f].as_ref().is_none_or(|b| key > b.key()) {
+                        best[f] = Some(Proposal {
+                            axes: split[k].clone(),
+                            closed: key.0,
+                            bytes: key.1,
+                            devices: key.2,
+                            source: source.to_string(),
+                            reason: reason.clone(),
+                        });
                     }
                 }
             }
@@ -325,13 +329,22 @@ impl Cx<'_> {
                 if axes.is_empty() {
                     continue;
                 }
-                let mut reason = lead.reason.clone();
-                if link.label != "return" {
-                    reason.path.push(link.label.clone());
-                }
-                let p = Proposal { axes, reason, ..lead.clone() };
+                // The proposal ranks as its lead does: compare first, and
+                // build its reason (a clone and a label) only if it wins.
                 let key = (*slot, d);
-                if out.get(&key).is_none_or(|q| better(&p, q)) {
+                if out.get(&key).is_none_or(|q| better(lead, q)) {
+                    let mut reason = lead.reason.clone();
+                    if link.label != "return" {
+                        reason.path.push(link.label.clone());
+                    }
+                    let p = Proposal {
+                        axes,
+                        closed: lead.closed,
+                        bytes: lead.bytes,
+                        devices: lead.devices,
+                        source: lead.source.clone(),
+                        reason,
+                    };
                     out.insert(key, p);
                 }
             }
