@@ -543,6 +543,11 @@ pub fn optimize_at(module: &Module<'_>, tm: &TargetMachine, opt: OptLevel) -> Re
     opts.set_loop_vectorization(true);
     opts.set_loop_slp_vectorization(true);
     opts.set_loop_unrolling(true);
+    // No interleaving (the vectorizer unrolling its vector loop by 2-4): the
+    // kernels are memory-bound loops whose time it does not change (ResNet-50
+    // train: 835 vs 830 ms of kernels per step, a GPT block's 14.5 vs 15.1 ms),
+    // and without it LLVM takes 22 % less time on them (3.1 -> 2.45 s).
+    opts.set_loop_interleaving(false);
     module
         .run_passes(opt.pipeline(), tm, opts)
         .map_err(|e| CodegenError::Llvm(e.to_string()))
