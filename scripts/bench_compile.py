@@ -365,6 +365,39 @@ def main():
     print(f"wrote {a.out}", file=sys.stderr)
 
 
+def reading(results):
+    """'Reading it': where pjc is slower than the goal (cold <= 0.5x XLA) and what its
+    code generation costs per kernel, from this run's numbers."""
+    both = [r for r in results if r.get("pjc") and r.get("xla")]
+    if not both:
+        return []
+    goal = [r for r in both if r["pjc"]["cold"] <= 0.5 * r["xla"]["total_s"]]
+    slower = [r for r in both if r["pjc"]["cold"] > r["xla"]["total_s"]]
+    between = [r for r in both if r not in goal and r not in slower]
+    names = lambda rs: ", ".join(f"{r['name']} ({r['pjc']['cold'] / r['xla']['total_s']:.2f}x)" for r in rs) or "none"
+    per_kernel = []
+    for r in both:
+        for t in r["pjc"]["cold_timings"]["targets"]:
+            if t[3]:
+                per_kernel.append(t[5] / t[3])
+    ms = sorted(per_kernel)[len(per_kernel) // 2] if per_kernel else float("nan")
+    warm = max(r["pjc"]["warm"] / r["xla"]["total_s"] for r in both)
+    return [
+        "### Reading it\n",
+        f"- **Cold, at or under the goal of 0.5x XLA:** {names(goal)}.",
+        f"- **Cold, slower than the goal but faster than XLA:** {names(between)}.",
+        f"- **Cold, slower than XLA:** {names(slower)}.",
+        f"- **Why cold compiles of models are slower:** nearly all of a cold compile is LLVM, and LLVM takes about "
+        f"{ms:.0f} ms per distinct kernel and target (the median over this run's programs of thread time per compiled "
+        "kernel), a few ms of it fixed per module. pjc pays that for every distinct kernel on each of its default "
+        "targets (this machine's x86-64 level, x86-64-v2 and sm_90 PTX), while XLA compiles CPU code for one "
+        "target. Each kernel is its own module so that the artefact is the same with or without the cache; "
+        "deduplication makes layer stacks nearly free (their kernels repeat), but a ResNet has hundreds of distinct "
+        "kernels. `--target cpu` drops the PTX and `--cpu-levels native` the second x86 build.",
+        f"- **Warm** (every kernel from the cache) pjc is at most {warm:.2f}x XLA on every program here.\n",
+    ]
+
+
 def report(a, results, load_start, pjc_version):
     jax_v = next((r["xla"]["jax"] for r in results if "xla" in r), "?")
     threads = next((r["pjc"]["cold_timings"]["threads"] for r in results if "pjc" in r), None)
@@ -406,6 +439,8 @@ def report(a, results, load_start, pjc_version):
             if what in r["errors"]:
                 failures.append((r["name"], what, r["errors"][what]))
     lines.append("")
+
+    lines += reading(results)
 
     stacks = [r for r in results if r["group"] == "stacks" and r.get("pjc")]
     if stacks:
