@@ -13,14 +13,6 @@
 # release build of pjc. A benchmark, never a test: nothing here fails on slowness.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-if ! command -v cargo >/dev/null 2>&1; then
-  export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
-fi
-cargo build --release -p pjc
-VENV=${JAX_VENV:-.venv-jax}
-if ! "$VENV/bin/python" -c "import jax, jax2pir" 2>/dev/null; then
-  # test-jax.sh creates the venv and installs jax2pir; its tests are not needed here.
-  PJC="$PWD/target/release/pjc" bash scripts/test-jax.sh -k no-such-test >/dev/null || true
-fi
+. scripts/jax-bench-env.sh
 PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" \
   "$VENV/bin/python" scripts/bench_compile.py --pjc "$PWD/target/release/pjc" "$@"
