@@ -326,6 +326,8 @@ def main():
     if a.only:
         want = [w.strip() for w in a.only.split(",") if w.strip()]
         progs = [p for p in progs if any(w in p[0] for w in want)]
+    if not progs:
+        sys.exit(f"bench_compile.py: --only {a.only} names no program; nothing written")
     load_start = loadavg()
     pjc_version = subprocess.run([a.pjc, "--version"], capture_output=True, text=True).stdout.strip() or "?"
     results = []
