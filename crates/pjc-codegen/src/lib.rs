@@ -15,6 +15,7 @@
 pub mod cache;
 pub mod cpu;
 pub mod lower;
+pub mod pieces;
 pub mod program;
 pub mod ptx;
 
