@@ -373,13 +373,10 @@ pub fn emit_ptx(plan: &Plan, arch: &str) -> Result<String, CodegenError> {
 
 /// The program's PTX module from its bodies' units (see the module doc).
 fn assemble_ptx(arch: &str, kernels: &[&Kernel], d: &Distinct<'_>, units: &[Vec<u8>]) -> Result<PtxModule, CodegenError> {
-    let empty;
+    // The header of the first unit (of an empty module when there is none).
     let first = match units.first() {
         Some(u) => String::from_utf8_lossy(u).into_owned(),
-        None => {
-            empty = ptx_unit(None, "pjc_empty", arch, OptLevel::default())?;
-            empty.clone()
-        }
+        None => ptx_unit(None, "pjc_empty", arch, OptLevel::default())?,
     };
     let mut text = split_header(&first).0.to_string();
     for ((k, h), unit) in d.bodies.iter().zip(units) {
@@ -412,6 +409,33 @@ mod tests {
             assert_eq!(v, (0..37).map(|i| i * i).collect::<Vec<_>>());
         }
         assert!(par_map(0, 4, |i| i).is_empty());
+    }
+
+    fn plan(src: &str) -> Plan {
+        let m = pjc_front::load(src).unwrap_or_else(|e| panic!("{e:?}"));
+        pjc_fusion::plan(&m.funcs[m.func_by_name("main").unwrap()]).unwrap()
+    }
+
+    /// Kernels with one body share one entry, named after the first; a plan
+    /// without kernels still gets a PTX module (its header).
+    #[test]
+    fn ptx_entries_are_shared_by_kernels_with_one_body() {
+        let p = plan("func @main(%a: f32[64], %b: f32[64]) -> (x: f32[64], y: f32[64], s: f32[]) {
+  %x = neg %a
+  %y = neg %b
+  %s = reduce %x {dims=[0], kind=sum}
+  return %x, %y, %s
+}");
+        let m = compile_ptx(&p, "sm_90").unwrap();
+        let names: Vec<&str> = m.kernels.iter().map(|k| k.name.as_str()).collect();
+        let entries: Vec<&str> = m.kernels.iter().map(|k| k.entry.as_str()).collect();
+        assert_eq!(names.len(), 3, "{names:?}");
+        assert_eq!(entries[1], entries[0], "{entries:?}");
+        assert_ne!(entries[2], entries[0]);
+        assert_eq!(m.ptx.matches(".visible .entry").count(), 2, "{}", m.ptx);
+        assert_eq!(m.ptx.matches(".target sm_90").count(), 1, "{}", m.ptx);
+        let none = compile_ptx(&plan("func @main(%a: f32[4]) -> (y: f32[4]) {\n  return %a\n}\n"), "sm_90").unwrap();
+        assert!(none.kernels.is_empty() && none.ptx.contains(".target sm_90") && !none.ptx.contains(".entry"), "{}", none.ptx);
     }
 
     #[test]
