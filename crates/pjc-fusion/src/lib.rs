@@ -7,5 +7,5 @@
 pub mod memory;
 pub mod plan;
 
-pub use memory::plan_memory;
+pub use memory::{peak_live, plan_memory, PeakLive};
 pub use plan::{plan, plan_program, PlanError, Unplannable, MAX_FUSION_DEPTH};

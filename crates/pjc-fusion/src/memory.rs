@@ -88,15 +88,16 @@ fn is_identity_index(k: &Kernel, n: NodeId, shape: &[u64]) -> bool {
     a.constant == 0 && a.terms == want
 }
 
-/// Plans memory. `carried` lists (parameter index, result index) pairs whose
-/// result is the parameter's next value (state carry, spec section 5).
-pub fn plan_memory(p: &Plan, carried: &[(usize, usize)]) -> Memory {
+/// The plan's events ([`events`]) and every buffer's live interval
+/// `[def, last]` in event numbers (event `s` is number `s + 1`): a buffer is
+/// defined by its first write; parameters and constants are defined before
+/// event 0; parameters, results and axis indices live to the end
+/// (`events.len() + 1`).
+#[allow(clippy::type_complexity)]
+fn live_ranges(p: &Plan) -> (Vec<(Vec<usize>, Vec<usize>, Option<&Step>)>, Vec<usize>, Vec<usize>) {
     let n = p.buffers.len();
     let events = events(&p.steps);
     let steps = events.len();
-    // Live interval [def, last] in event numbers (a buffer is defined by its
-    // first write); parameters and constants are defined before event 0,
-    // results live to the end.
     let mut def: Vec<Option<usize>> = vec![None; n];
     let mut last = vec![0usize; n];
     for (i, b) in p.buffers.iter().enumerate() {
@@ -128,6 +129,63 @@ pub fn plan_memory(p: &Plan, carried: &[(usize, usize)]) -> Memory {
             last[i] = steps + 1;
         }
     }
+    (events, def, last)
+}
+
+/// When the most memory is live at once, and what holds it ([`peak_live`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PeakLive {
+    /// Bytes live at once (aligned sizes; a donated result and its parameter
+    /// count once, scan windows not at all): at most the arena's peak, which
+    /// also holds the gaps first-fit placement leaves.
+    pub bytes: u64,
+    /// The step running then, in pre-order over the steps and their blocks
+    /// (None: before the first step or after the last).
+    pub step: Option<String>,
+    /// The step's number in that order (from 1) and the number of steps.
+    pub at: (usize, usize),
+    /// The buffers live then with their bytes, largest first.
+    pub buffers: Vec<(usize, u64)>,
+}
+
+/// The moment of `p` (with buffer plan `mem`) when the most memory is live,
+/// for `pjc explain`.
+pub fn peak_live(p: &Plan, mem: &Memory) -> PeakLive {
+    let n = p.buffers.len();
+    let (events, def, last) = live_ranges(p);
+    let end = events.len() + 1;
+    let counted = |i: usize| !matches!(p.buffers[i].kind, BufferKind::Window { .. }) && !mem.donated.iter().any(|&(_, r)| r == i);
+    // Bytes live at each event number, by a difference array over intervals.
+    let mut delta = vec![0i128; end + 2];
+    for i in (0..n).filter(|&i| counted(i)) {
+        let size = align(p.buffers[i].bytes().max(1)) as i128;
+        delta[def[i]] += size;
+        delta[last[i] + 1] -= size;
+    }
+    let (mut best, mut at, mut live) = (0i128, 0usize, 0i128);
+    for (e, d) in delta.iter().enumerate().take(end + 1) {
+        live += d;
+        if live > best {
+            best = live;
+            at = e;
+        }
+    }
+    let mut buffers: Vec<(usize, u64)> = (0..n).filter(|&i| counted(i) && def[i] <= at && at <= last[i]).map(|i| (i, align(p.buffers[i].bytes().max(1)))).collect();
+    buffers.sort_by_key(|&(i, b)| (std::cmp::Reverse(b), i));
+    let step = (at >= 1 && at <= events.len()).then(|| match events[at - 1].2 {
+        Some(Step::Kernel(k)) => format!("kernel {}", k.name),
+        Some(Step::Library { inst, .. }) | Some(Step::Collective { inst, .. }) => inst.op.to_string(),
+        Some(Step::Control(_)) | None => "a control step".to_string(),
+    });
+    PeakLive { bytes: best as u64, step, at: (at, events.len()), buffers }
+}
+
+/// Plans memory. `carried` lists (parameter index, result index) pairs whose
+/// result is the parameter's next value (state carry, spec section 5).
+pub fn plan_memory(p: &Plan, carried: &[(usize, usize)]) -> Memory {
+    let n = p.buffers.len();
+    let (events, def, last) = live_ranges(p);
+    let steps = events.len();
     // Donation: a carried result may take its parameter's memory when nothing
     // reads the parameter after the result is written, or only the producing
     // kernel reads it, at exactly the element it writes.
