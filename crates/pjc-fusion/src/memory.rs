@@ -51,7 +51,7 @@ fn step_io(s: &Step) -> (Vec<usize>, Vec<usize>) {
 /// loop, while a temporary of one block lives only within it — the blocks of
 /// a loop or a switch never run at the same time, so their temporaries share
 /// memory.
-fn events(steps: &[Step]) -> Vec<(Vec<usize>, Vec<usize>, Option<&Step>)> {
+fn events<'p>(steps: &'p [Step], buffers: &[pjc_plan::Buffer]) -> Vec<(Vec<usize>, Vec<usize>, Option<&'p Step>)> {
     let mut out = vec![];
     for s in steps {
         match s {
@@ -59,9 +59,18 @@ fn events(steps: &[Step]) -> Vec<(Vec<usize>, Vec<usize>, Option<&Step>)> {
                 let own: Vec<usize> = c.clone().own_buffers_mut().into_iter().map(|b| *b).collect();
                 out.push((own.clone(), own.clone(), None));
                 for b in c.blocks() {
-                    out.extend(events(&b.steps));
+                    out.extend(events(&b.steps, buffers));
                 }
-                out.push((own, vec![], None));
+                // The end also reads the whole buffers the blocks' windows
+                // view (a scan's stacked operands), so that they stay live
+                // through every iteration.
+                let mut end = own;
+                for b in pjc_plan::control::step_buffers(s) {
+                    if let BufferKind::Window { whole } = buffers[b].kind {
+                        end.push(whole);
+                    }
+                }
+                out.push((end, vec![], None));
             }
             s => {
                 let (ins, outs) = step_io(s);
@@ -91,12 +100,13 @@ fn is_identity_index(k: &Kernel, n: NodeId, shape: &[u64]) -> bool {
 /// The plan's events ([`events`]) and every buffer's live interval
 /// `[def, last]` in event numbers (event `s` is number `s + 1`): a buffer is
 /// defined by its first write; parameters and constants are defined before
-/// event 0; parameters, results and axis indices live to the end
-/// (`events.len() + 1`).
+/// event 0; parameters, results, constants and axis indices live to the end
+/// (`events.len() + 1`: constants and axis indices are written once, before
+/// the first run, and read by every run).
 #[allow(clippy::type_complexity)]
 fn live_ranges(p: &Plan) -> (Vec<(Vec<usize>, Vec<usize>, Option<&Step>)>, Vec<usize>, Vec<usize>) {
     let n = p.buffers.len();
-    let events = events(&p.steps);
+    let events = events(&p.steps, &p.buffers);
     let steps = events.len();
     let mut def: Vec<Option<usize>> = vec![None; n];
     let mut last = vec![0usize; n];
@@ -125,7 +135,7 @@ fn live_ranges(p: &Plan) -> (Vec<(Vec<usize>, Vec<usize>, Option<&Step>)>, Vec<u
     }
     for (i, b) in p.buffers.iter().enumerate() {
         // Written once, before the first run, and read by every run.
-        if matches!(b.kind, BufferKind::AxisIndices(_)) {
+        if matches!(b.kind, BufferKind::AxisIndices(_) | BufferKind::Constant(_)) {
             last[i] = steps + 1;
         }
     }
