@@ -5,6 +5,7 @@
 //! the cache keeps its size bound, survives concurrent compiles, and an
 //! unusable cache is a warning, never a failed compile.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -54,15 +55,22 @@ fn stack(layers: usize, eps: &str) -> String {
     s
 }
 
-/// `pjc compile SRC -o OUT --timings` with `args` and `envs`.
-fn compile(src: &Path, out: &Path, args: &[&str], envs: &[(&str, &Path)]) -> Output {
+/// `pjc compile SRC -o OUT` with `args` and `envs` (and none of the
+/// cache's variables from the test's own environment).
+fn pjc_compile(src: &Path, out: &Path, args: &[&str], envs: &[(&str, &OsStr)]) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_pjc"));
-    c.arg("compile").arg(src).arg("-o").arg(out).arg("--timings").args(args);
+    c.arg("compile").arg(src).arg("-o").arg(out).args(args);
     c.env_remove("PJC_CACHE").env_remove("PJC_CACHE_SIZE").env_remove("PJC_JOBS");
     for (k, v) in envs {
         c.env(k, v);
     }
     c.output().unwrap()
+}
+
+/// [`pjc_compile`] with `--timings`.
+fn compile(src: &Path, out: &Path, args: &[&str], envs: &[(&str, &Path)]) -> Output {
+    let envs: Vec<(&str, &OsStr)> = envs.iter().map(|&(k, v)| (k, v.as_os_str())).collect();
+    pjc_compile(src, out, &[&["--timings"], args].concat(), &envs)
 }
 
 fn ok(o: &Output) -> String {
@@ -227,25 +235,24 @@ fn the_size_bound_holds_and_bad_caches_are_not_fatal() {
         n
     };
     // A bound of 20 KiB: after the compile the cache holds at most 80 % of it.
-    let mut c = Command::new(env!("CARGO_BIN_EXE_pjc"));
-    let o = c.arg("compile").arg(&src).arg("-o").arg(dir.join("a.bin")).env("PJC_CACHE_DIR", &cache).env("PJC_CACHE_SIZE", "20K").output().unwrap();
+    let o = pjc_compile(&src, &dir.join("a.bin"), &[], &[("PJC_CACHE_DIR", cache.as_os_str()), ("PJC_CACHE_SIZE", "20K".as_ref())]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let (n, bytes) = entries(&cache);
     assert!(bytes <= 20 * 1024 * 8 / 10, "{n} entries, {bytes} bytes");
     // Without the bound every kernel is kept.
     let big = dir.join("big");
-    let o = Command::new(env!("CARGO_BIN_EXE_pjc")).arg("compile").arg(&src).arg("-o").arg(dir.join("b.bin")).env("PJC_CACHE_DIR", &big).output().unwrap();
+    let o = pjc_compile(&src, &dir.join("b.bin"), &[], &[("PJC_CACHE_DIR", big.as_os_str())]);
     assert!(o.status.success());
     assert!(entries(&big).1 > bytes, "{:?} vs {bytes}", entries(&big));
     // A size that is not one: exit 2, one line.
-    let o = Command::new(env!("CARGO_BIN_EXE_pjc")).arg("compile").arg(&src).arg("-o").arg(dir.join("c.bin")).env("PJC_CACHE_SIZE", "lots").output().unwrap();
+    let o = pjc_compile(&src, &dir.join("c.bin"), &[], &[("PJC_CACHE_SIZE", "lots".as_ref())]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert_eq!(err.trim(), "error: PJC_CACHE_SIZE=lots is not a size (bytes, or a number with K, M or G)");
     // A cache directory that cannot be created: one warning, a working executable.
     let blocked = dir.join("a-file");
     std::fs::write(&blocked, b"not a directory").unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_pjc")).arg("compile").arg(&src).arg("-o").arg(dir.join("d.bin")).env("PJC_CACHE_DIR", blocked.join("cache")).output().unwrap();
+    let o = pjc_compile(&src, &dir.join("d.bin"), &[], &[("PJC_CACHE_DIR", blocked.join("cache").as_os_str())]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -253,7 +260,7 @@ fn the_size_bound_holds_and_bad_caches_are_not_fatal() {
     assert!(std::fs::read(dir.join("d.bin")).unwrap() == std::fs::read(dir.join("b.bin")).unwrap());
     // PJC_CACHE=off: nothing written.
     let off = dir.join("off");
-    let o = Command::new(env!("CARGO_BIN_EXE_pjc")).arg("compile").arg(&src).arg("-o").arg(dir.join("e.bin")).env("PJC_CACHE_DIR", &off).env("PJC_CACHE", "off").output().unwrap();
+    let o = pjc_compile(&src, &dir.join("e.bin"), &[], &[("PJC_CACHE_DIR", off.as_os_str()), ("PJC_CACHE", "off".as_ref())]);
     assert!(o.status.success());
     assert!(!off.exists());
     let _ = std::fs::remove_dir_all(&dir);
