@@ -122,7 +122,7 @@ impl Cache {
     /// (its modification time is refreshed: it was used).
     pub fn get(&self, key: &str) -> Option<Vec<u8>> {
         let path = self.path(key);
-        let bytes = std::fs::read(&path).ok()?;
+        let mut bytes = std::fs::read(&path).ok()?;
         if bytes.len() < 40 || &bytes[..8] != MAGIC || blake3::hash(&bytes[40..]).as_bytes() != &bytes[8..40] {
             let _ = std::fs::remove_file(&path);
             return None;
@@ -130,7 +130,8 @@ impl Cache {
         if let Ok(f) = std::fs::File::options().append(true).open(&path) {
             let _ = f.set_modified(std::time::SystemTime::now());
         }
-        Some(bytes[40..].to_vec())
+        bytes.drain(..40);
+        Some(bytes)
     }
 
     /// Stores `payload` under `key` (best effort: a failure is remembered

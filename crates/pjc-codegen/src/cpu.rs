@@ -259,12 +259,14 @@ fn elementwise_body<'ctx>(lw: &Lower<'_, 'ctx>) {
     let k = lw.kernel;
     let (begin, end, _) = lw.target.point_range(lw, lw.num_points());
     let rank = k.shape.len();
-    let store_all = |coords: &[IntValue<'ctx>], lin: IntValue<'ctx>| {
-        let vals = lw.eval(coords);
-        for (j, &r) in k.results.iter().enumerate() {
-            lw.store_result(j, lin, vals[r].unwrap(), k.types[r]);
+    // Every result of the body `pw` lowers, at one point.
+    let store_all_of = |pw: &Lower<'_, 'ctx>, coords: &[IntValue<'ctx>], lin: IntValue<'ctx>| {
+        let vals = pw.eval(coords);
+        for (j, &r) in pw.kernel.results.iter().enumerate() {
+            pw.store_result(j, lin, vals[r].unwrap(), pw.kernel.types[r]);
         }
     };
+    let store_all = |coords: &[IntValue<'ctx>], lin: IntValue<'ctx>| store_all_of(lw, coords, lin);
     // The innermost dimension of size > 1 (later dims have size 1).
     let Some(inner) = (0..rank).rev().find(|&d| k.shape[d] > 1) else {
         // A single point (or several identical ones): every coordinate is 0.
@@ -299,20 +301,14 @@ fn elementwise_body<'ctx>(lw: &Lower<'_, 'ctx>) {
             });
             return;
         }
-        let smax = |x: IntValue<'ctx>, y: IntValue<'ctx>| lw.intrinsic("llvm.smax", &[lw.i64().into()], &[x.into(), y.into()]).into_int_value();
-        let smin = |x: IntValue<'ctx>, y: IntValue<'ctx>| lw.intrinsic("llvm.smin", &[lw.i64().into()], &[x.into(), y.into()]).into_int_value();
         for (lo, hi, piece) in &pieces {
             let pw = Lower::new(lw.cx, lw.module, lw.b, lw.target, piece, lw.func, lw.inputs.clone(), lw.outputs.clone());
-            let start = smax(c0, lw.ci64(*lo as i64));
-            let finish = smin(stop, lw.ci64(*hi as i64));
+            let start = lw.iintr2("llvm.smax", c0, lw.ci64(*lo as i64));
+            let finish = lw.iintr2("llvm.smin", stop, lw.ci64(*hi as i64));
             pw.for_loop("j", start, finish, pw.ci64(1), |j| {
                 let mut c = coords.clone();
                 c[inner] = j;
-                let lin = pw.iadd(row_base, j);
-                let vals = pw.eval(&c);
-                for (r, &node) in piece.results.iter().enumerate() {
-                    pw.store_result(r, lin, vals[node].unwrap(), piece.types[node]);
-                }
+                store_all_of(&pw, &c, pw.iadd(row_base, j));
             });
         }
     });
@@ -346,10 +342,9 @@ fn row_runs<'ctx>(
     // Row of point i, its first coordinate in the row, and the points left.
     let row = b.build_int_unsigned_div(i, len, "row").unwrap();
     let c0 = b.build_int_unsigned_rem(i, len, "c0").unwrap();
-    let smin = |x: IntValue<'ctx>, y: IntValue<'ctx>| lw.intrinsic("llvm.smin", &[lw.i64().into()], &[x.into(), y.into()]).into_int_value();
-    let mut n = smin(lw.isub(len, c0), lw.isub(end, i));
+    let mut n = lw.iintr2("llvm.smin", lw.isub(len, c0), lw.isub(end, i));
     if let Some(m) = max {
-        n = smin(n, lw.ci64(m as i64));
+        n = lw.iintr2("llvm.smin", n, lw.ci64(m as i64));
     }
     f(i, row, c0, n);
     let next = lw.iadd(i, n);

@@ -254,7 +254,7 @@ impl<'a, 'ctx> Lower<'a, 'ctx> {
         self.intrinsic(name, &[x.get_type().into()], &[x.into(), y.into()])
             .into_float_value()
     }
-    fn iintr2(&self, name: &str, x: IntValue<'ctx>, y: IntValue<'ctx>) -> IntValue<'ctx> {
+    pub(crate) fn iintr2(&self, name: &str, x: IntValue<'ctx>, y: IntValue<'ctx>) -> IntValue<'ctx> {
         self.intrinsic(name, &[x.get_type().into()], &[x.into(), y.into()])
             .into_int_value()
     }

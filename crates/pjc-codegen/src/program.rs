@@ -270,7 +270,7 @@ fn compile_item(item: &Item<'_>, target: &Target, opt: OptLevel, fp: &[u8], cach
 pub fn build(plan: &Plan, targets: &[Target], opts: &Options<'_>) -> Result<Built, CodegenError> {
     // The CUDA view of the plan, when PTX is wanted (or why it cannot be).
     let cuda = if targets.iter().any(|t| matches!(t, Target::Ptx(_))) {
-        Some(pjc_host::device::cuda_plan(plan).map_err(|e| CodegenError::Llvm(e.to_string())))
+        Some(ptx::cuda_view(plan))
     } else {
         None
     };

@@ -945,7 +945,7 @@ pub(crate) fn module_of<'ctx, 'k>(
 
 /// The plan as the CUDA backend runs it (`pjc_host::device::cuda_plan`):
 /// the PTX holds its kernels, library steps' device kernels included.
-fn cuda_view(plan: &Plan) -> Result<Plan, CodegenError> {
+pub(crate) fn cuda_view(plan: &Plan) -> Result<Plan, CodegenError> {
     pjc_host::device::cuda_plan(plan).map_err(|e| CodegenError::Llvm(e.to_string()))
 }
 

@@ -142,6 +142,11 @@ fn live_ranges(p: &Plan) -> (Vec<(Vec<usize>, Vec<usize>, Option<&Step>)>, Vec<u
     (events, def, last)
 }
 
+/// Every buffer's size in the arena (at least one byte, aligned).
+fn aligned_sizes(p: &Plan) -> Vec<u64> {
+    p.buffers.iter().map(|b| align(b.bytes().max(1))).collect()
+}
+
 /// When the most memory is live at once, and what holds it ([`peak_live`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PeakLive {
@@ -164,13 +169,17 @@ pub fn peak_live(p: &Plan, mem: &Memory) -> PeakLive {
     let n = p.buffers.len();
     let (events, def, last) = live_ranges(p);
     let end = events.len() + 1;
-    let counted = |i: usize| !matches!(p.buffers[i].kind, BufferKind::Window { .. }) && !mem.donated.iter().any(|&(_, r)| r == i);
+    let mut donated_to = vec![false; n];
+    for &(_, r) in &mem.donated {
+        donated_to[r] = true;
+    }
+    let counted = |i: usize| !matches!(p.buffers[i].kind, BufferKind::Window { .. }) && !donated_to[i];
+    let sizes = aligned_sizes(p);
     // Bytes live at each event number, by a difference array over intervals.
     let mut delta = vec![0i128; end + 2];
     for i in (0..n).filter(|&i| counted(i)) {
-        let size = align(p.buffers[i].bytes().max(1)) as i128;
-        delta[def[i]] += size;
-        delta[last[i] + 1] -= size;
+        delta[def[i]] += sizes[i] as i128;
+        delta[last[i] + 1] -= sizes[i] as i128;
     }
     let (mut best, mut at, mut live) = (0i128, 0usize, 0i128);
     for (e, d) in delta.iter().enumerate().take(end + 1) {
@@ -180,7 +189,7 @@ pub fn peak_live(p: &Plan, mem: &Memory) -> PeakLive {
             at = e;
         }
     }
-    let mut buffers: Vec<(usize, u64)> = (0..n).filter(|&i| counted(i) && def[i] <= at && at <= last[i]).map(|i| (i, align(p.buffers[i].bytes().max(1)))).collect();
+    let mut buffers: Vec<(usize, u64)> = (0..n).filter(|&i| counted(i) && def[i] <= at && at <= last[i]).map(|i| (i, sizes[i])).collect();
     buffers.sort_by_key(|&(i, b)| (std::cmp::Reverse(b), i));
     let step = (at >= 1 && at <= events.len()).then(|| match events[at - 1].2 {
         Some(Step::Kernel(k)) => format!("kernel {}", k.name),
@@ -237,8 +246,7 @@ pub fn plan_memory(p: &Plan, carried: &[(usize, usize)]) -> Memory {
     let window = |i: usize| matches!(p.buffers[i].kind, BufferKind::Window { .. });
     let mut order: Vec<usize> = (0..n).filter(|&i| share[i].is_none() && !window(i)).collect();
     order.sort_by_key(|&i| (def[i], i));
-    let sizes: Vec<u64> = p.buffers.iter().map(|b| align(b.bytes().max(1))).collect();
-    let (mut offsets, peak) = first_fit(n, &order, &def, &last, &sizes, steps + 1);
+    let (mut offsets, peak) = first_fit(&order, &def, &last, &aligned_sizes(p), steps + 1);
     for i in 0..n {
         if let Some(pb) = share[i] {
             offsets[i] = offsets[pb];
@@ -261,8 +269,8 @@ pub fn plan_memory(p: &Plan, carried: &[(usize, usize)]) -> Memory {
 /// others not yet dead. Buffers come in order of definition, so one that died
 /// before this definition overlaps nothing placed later and is dropped, and
 /// everything kept overlaps the buffer being placed.
-fn first_fit(n: usize, order: &[usize], def: &[usize], last: &[usize], sizes: &[u64], end_of_step: usize) -> (Vec<u64>, u64) {
-    let mut offsets = vec![0u64; n];
+fn first_fit(order: &[usize], def: &[usize], last: &[usize], sizes: &[u64], end_of_step: usize) -> (Vec<u64>, u64) {
+    let mut offsets = vec![0u64; sizes.len()];
     let mut forever: Vec<(u64, u64)> = vec![]; // [start, end), sorted, disjoint, not touching
     let mut live: Vec<(u64, u64, usize)> = vec![]; // (start, end, last)
     let mut peak = 0;
@@ -361,7 +369,7 @@ mod tests {
             }
             let mut order: Vec<usize> = (0..n).filter(|_| rnd(10) > 0).collect();
             order.sort_by_key(|&i| (def[i], i));
-            let fast = first_fit(n, &order, &def, &last, &sizes, steps + 1);
+            let fast = first_fit(&order, &def, &last, &sizes, steps + 1);
             let slow = first_fit_quadratic(n, &order, &def, &last, &sizes);
             assert_eq!(fast, slow, "case {case}: def {def:?} last {last:?} sizes {sizes:?} order {order:?}");
         }

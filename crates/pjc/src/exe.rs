@@ -170,11 +170,12 @@ pub fn compile(c: &Compilation, out: &Path, a: &CodegenArgs) -> Result<(), Failu
     let f = c.per_device_func();
     let mesh = c.per_device.as_ref().expect("per-device stage ran").mesh_or_single();
     let plan = c.plan.clone().expect("planned");
+    let no_libdevice = no_libdevice_reason();
     let (host, gpu, gpu_required) = match a.targets {
         Some(Targets::Cpu) => (true, false, false),
         Some(Targets::Cuda) => (false, true, true),
         Some(Targets::All) => (true, true, true),
-        None => (true, no_libdevice_reason().is_none(), false),
+        None => (true, no_libdevice.is_none(), false),
     };
     let mut targets: Vec<Target> = if host { a.cpu_levels.iter().map(|&l| Target::Host(l)).collect() } else { vec![] };
     if gpu {
@@ -210,7 +211,7 @@ pub fn compile(c: &Compilation, out: &Path, a: &CodegenArgs) -> Result<(), Failu
         None if a.targets == Some(Targets::Cpu) => Err("it was compiled with pjc compile --target cpu".to_string()),
         None => Err(format!(
             "when it was compiled: {}; GPU kernels calling math functions need libdevice, so pjc compile builds GPU code by default only where it is found (scripts/ptxas.sh installs it; --target all asks for GPU code anyway)",
-            no_libdevice_reason().unwrap_or_default()
+            no_libdevice.unwrap_or_default()
         )),
     };
     let t2 = Instant::now();
