@@ -10,6 +10,7 @@ pub mod attr;
 pub mod dtype;
 pub mod kinds;
 pub mod ops;
+pub mod ring;
 pub mod sharding;
 
 pub use attr::{AttrDef, AttrDefault, AttrError, AttrKind};

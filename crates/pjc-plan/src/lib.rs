@@ -5,7 +5,9 @@
 //! ([`memory::Memory`]), the compiled artefact an executable carries
 //! ([`artifact::Artifact`], versioned and hashed), and the reference executor
 //! of a plan with the interpreter's kernels ([`exec`], the oracle for
-//! generated code).
+//! generated code), and a cost model of a plan ([`cost`]: operations,
+//! bytes and collective time per run, for `pjc explain`'s
+//! communication/compute ratio).
 //!
 //! This crate holds data and its one reference meaning; deciding what the
 //! plan is (fusion, buffer placement) is `pjc-fusion`'s job. The runtime
@@ -13,6 +15,7 @@
 
 pub mod artifact;
 pub mod control;
+pub mod cost;
 pub mod exec;
 pub mod kernel;
 pub mod memory;
