@@ -221,19 +221,38 @@ pub fn library_work(inst: &pjc_ir::InstData, inputs: &[&TensorType], outputs: &[
     Work { flops, bytes }
 }
 
-/// `x` seconds as milliseconds with three significant digits (`12.3`,
-/// `0.0123`), for reports of estimates and measurements alike.
-pub fn ms_text(x: f64) -> String {
-    sig3(x * 1e3)
+/// `s` seconds in the unit that reads best — `1.23 s`, `12.3 ms`, `4.56 us`
+/// — with three significant digits, for reports of estimates and
+/// measurements alike.
+pub fn duration_text(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{} s", sig3(s))
+    } else if s >= 1e-3 {
+        format!("{} ms", sig3(s * 1e3))
+    } else {
+        format!("{} us", sig3(s * 1e6))
+    }
 }
 
-/// `x` with three significant digits, no exponent.
+/// `x` with an SI prefix (k, M, G, T) before `unit`: `16.5 MFLOP`, `610 kB`.
+pub fn si_text(x: f64, unit: &str) -> String {
+    let (v, p) = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")].into_iter().find(|&(f, _)| x >= f).map_or((x, ""), |(f, p)| (x / f, p));
+    format!("{} {p}{unit}", sig3(v))
+}
+
+/// `x` with three significant digits, no exponent, no trailing zeros
+/// (`25`, `0.0123`, `1500`).
 pub fn sig3(x: f64) -> String {
     if x == 0.0 || !x.is_finite() {
         return format!("{x}");
     }
     let digits = 2 - x.abs().log10().floor() as i32;
-    format!("{x:.*}", digits.max(0) as usize)
+    let t = format!("{x:.*}", digits.max(0) as usize);
+    if t.contains('.') {
+        t.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        t
+    }
 }
 
 #[cfg(test)]
@@ -397,9 +416,15 @@ mod tests {
         let c = Cost { compute_s: 0.05, collective_s: 0.01, ..Cost::default() };
         assert!((c.ratio().unwrap() - 5.0).abs() < 1e-12);
         assert_eq!(Cost::default().ratio(), None);
-        assert_eq!(ms_text(0.0123), "12.3");
-        assert_eq!(ms_text(0.0000123), "0.0123");
-        assert_eq!(ms_text(1.5), "1500");
+        assert_eq!(duration_text(0.0123), "12.3 ms");
+        assert_eq!(duration_text(0.0000123), "12.3 us");
+        assert_eq!(duration_text(1.5), "1.5 s");
+        assert_eq!(duration_text(0.25), "250 ms");
+        assert_eq!(si_text(16_500_000.0, "FLOP"), "16.5 MFLOP");
+        assert_eq!(si_text(999.0, "B"), "999 B");
+        assert_eq!(si_text(1536.0, "B"), "1.54 kB");
+        assert_eq!(sig3(1500.0), "1500");
+        assert_eq!(sig3(25.0), "25");
         assert_eq!(sig3(0.0), "0");
     }
 }

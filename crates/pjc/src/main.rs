@@ -8,6 +8,7 @@ mod eval;
 mod exe;
 mod failure;
 mod pipeline;
+mod ratio;
 
 use failure::Failure;
 
@@ -97,6 +98,23 @@ enum Cmd {
         /// Entry function (default: main).
         #[arg(long, default_value = "main")]
         entry: String,
+        /// The device class whose peaks the communication/compute estimate
+        /// uses (docs/cli.md lists them).
+        #[arg(long, value_enum, default_value = "cpu", value_name = "BACKEND")]
+        device: Device,
+        /// Arithmetic peak of one device, GFLOP/s (replaces the class's).
+        #[arg(long, value_name = "G")]
+        device_gflops: Option<f64>,
+        /// Memory bandwidth of one device, GB/s (replaces the class's).
+        #[arg(long, value_name = "G")]
+        device_gbps: Option<f64>,
+        /// Bandwidth of each device's link to the others, in GB/s (bytes:
+        /// a 400 Gb/s port is 50).
+        #[arg(long, value_name = "G")]
+        link_gbps: Option<f64>,
+        /// Latency of one message of a collective, microseconds.
+        #[arg(long, value_name = "US")]
+        link_latency_us: Option<f64>,
     },
     /// Print what this machine offers for compiled executables: CPU, GPUs.
     Devices,
@@ -296,7 +314,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
-        Cmd::Explain { file, mesh, entry } => {
+        Cmd::Explain { file, mesh, entry, device, device_gflops, device_gbps, link_gbps, link_latency_us } => {
+            let machine = ratio::machine(device == Device::Cuda, device_gflops, device_gbps, link_gbps, link_latency_us)?;
             // One compilation: the propagation explained is the one partitioned.
             let mut c = Compilation::run(&file, &entry, mesh.as_deref(), Stage::Propagate)?;
             print!("{}", pjc_sharding::explain(&c.module, c.propagation.as_ref().expect("propagated")));
@@ -315,6 +334,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     );
                     println!("peak memory per device: {} bytes (parameters, results and live temporaries)", mem.peak);
                     println!("{}", peak_live_line(plan, &mem));
+                    let class = if device == Device::Cuda { "cuda" } else { "cpu" };
+                    print!("{}", ratio::explain_ratio(plan, &c.module.mesh_or_single(), &machine, class));
                 }
                 Err(Failure::Program(e) | Failure::Env(e)) => println!("\nkernel plan: not available: {}", e.trim_end()),
             }
