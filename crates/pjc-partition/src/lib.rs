@@ -24,6 +24,7 @@ mod combine;
 mod control;
 mod entry;
 mod halo;
+mod hoist;
 mod local;
 mod reshard;
 
@@ -36,11 +37,14 @@ use std::collections::HashMap;
 
 pub use combine::{combine_all_reduces, COMBINE_LIMIT_BYTES};
 pub use entry::partition;
+pub use hoist::{hoist_all_reduces, hoist_module, Moved};
 pub use reshard::sharding_of;
 
 /// One inserted collective: where, why, and what it costs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Inserted {
+    /// The per-device function it is in: the entry, or a local body.
+    pub func: String,
     pub value: String,
     pub op: CollectiveKind,
     pub axes: Vec<String>,
@@ -151,6 +155,6 @@ impl Partitioner<'_> {
             None => reason,
         };
         self.out.insts[inst].comments.eol = Some(format!(" {reason}"));
-        self.inserted.push(Inserted { value: self.name(r), op, axes, reason, bytes_per_device: bytes });
+        self.inserted.push(Inserted { func: self.out.name.clone(), value: self.name(r), op, axes, reason, bytes_per_device: bytes });
     }
 }

@@ -5,7 +5,7 @@
 //! | load | read, parse, `--mesh` override, verify, find the entry | every later stage assumes a verified module: types inferred, attributes canonical |
 //! | expand | `grad`/`vmap` into ordinary PIR (`pjc-transforms`) | before sharding, so propagation and partitioning see only ordinary ops (spec section 9) |
 //! | propagate | a sharding for every value (`pjc-sharding`), kept as a side table | after expansion, so gradients get shardings like any value; before partitioning, which needs every value's target |
-//! | partition | the per-device `spmd func` with its collectives (`pjc-partition`) | needs every value's target sharding |
+//! | partition | the per-device `spmd func` with its collectives (`pjc-partition`), then sum all-reduces of accumulating loop carries moved after their loop (`hoist.rs`) | needs every value's target sharding; the motion needs the all-reduces the partitioner inserts, and runs before combining, whose concatenations would hide the pattern and which then merges the moved ones |
 //! | per-device | inline `spmd func` calls, combine all-reduces: the entry, then each body of its control flow, one function each | after partitioning (only then do spmd calls exist); before planning, which plans the entry with its bodies |
 //! | plan | fusion into loop kernels, library calls, collectives; buffer plan (`pjc-fusion`) | needs the whole per-device program |
 //! | codegen | x86-64 object code and PTX of the plan's kernels (`pjc-codegen`) | lowers exactly the plan's kernels |
@@ -177,6 +177,10 @@ impl Compilation {
                 Failure::Program(self.render(e.span, format!("unsupported: the SPMD partitioner cannot handle this: {}", e.msg)))
             }
         })?;
+        // Sum all-reduces of accumulating loop carries move after their loop
+        // (one per step, not per micro-batch): they exist only now, and the
+        // combiner (per-device stage) then merges the moved ones.
+        pjc_partition::hoist_all_reduces(&mut part);
         Compilation::checked(Stage::Partition, &part.module)?;
         self.partitioned = Some(part);
         self.reached = Stage::Partition;
