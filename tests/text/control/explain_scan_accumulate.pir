@@ -1,0 +1,45 @@
+// test: explain
+// explain's collectives: the accumulation scan's all-reduces sit after the
+// loop and run once per step.
+mesh [data=4]
+
+func @loss(%w1: f32[16,64], %w2: f32[64,8], %x: f32[32,16], %y: f32[32,8]) -> (l: f32[]) {
+  %h = dot_general %x, %w1 {lhs_contract=[1], rhs_contract=[0]} : f32[32,64]
+  %t = tanh %h
+  %o = dot_general %t, %w2 {lhs_contract=[1], rhs_contract=[0]} : f32[32,8]
+  %d = sub %o, %y
+  %d2 = mul %d, %d
+  %s = reduce %d2 {dims=[0,1], kind=sum} : f32[]
+  %n = constant 256.0 : f32[]
+  %l = div %s, %n
+  return %l
+}
+
+func @micro(%acc1: f32[16,64], %acc2: f32[64,8], %lacc: f32[], %w1: f32[16,64], %w2: f32[64,8], %x: f32[32,16], %y: f32[32,8]) -> (f32[16,64], f32[64,8], f32[], f32[16,64], f32[64,8]) {
+  %l, %g1, %g2 = grad @loss(%w1, %w2, %x, %y) {wrt=[0,1]} : (f32[], f32[16,64], f32[64,8])
+  %a1 = add %acc1, %g1
+  %a2 = add %g2, %acc2
+  %al = add %lacc, %l
+  return %a1, %a2, %al, %w1, %w2
+}
+
+func @main(%w1: f32[16,64], %w2: f32[64,8], %xs: f32[4,32,16] on [_, data, _], %ys: f32[4,32,8] on [_, data, _]) -> (loss: f32[], w1: f32[16,64], w2: f32[64,8]) {
+  %z1 = constant 0.0 : f32[16,64]
+  %z2 = constant 0.0 : f32[64,8]
+  %zl = constant 0.0 : f32[]
+  %g1, %g2, %l, %w1c, %w2c = scan @micro(%z1, %z2, %zl, %w1, %w2, %xs, %ys) {length=4, carries=5} : (f32[16,64], f32[64,8], f32[], f32[16,64], f32[64,8])
+  %k = constant 4.0 : f32[]
+  %loss = div %l, %k
+  %lr1 = constant 0.025 : f32[16,64]
+  %u1 = mul %g1, %lr1
+  %w1n = sub %w1, %u1
+  %lr2 = constant 0.025 : f32[64,8]
+  %u2 = mul %g2, %lr2
+  %w2n = sub %w2, %u2
+  return %loss, %w1n, %w2n
+}
+// CHECK: collectives inserted by the partitioner
+// CHECK: %l.ar         all_reduce         over [data]
+// CHECK-NEXT: %g2.ar        all_reduce         over [data]        3072 B  after scan %g1, once per step, not per iteration (moved out of the step @micro, which adds up the local partial sums): dot_general %w2.ct has its contracting dimension split over data: partial results
+// CHECK-NEXT: %g1.ar        all_reduce         over [data]        6144 B  after scan %g1, once per step
+// CHECK-NEXT: total: 3 collectives
