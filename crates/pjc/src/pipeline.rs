@@ -169,7 +169,7 @@ impl Compilation {
     /// Stage `partition`.
     fn partition(&mut self) -> Result<(), Failure> {
         let prop = self.propagation.as_ref().expect("propagated first");
-        let part = pjc_partition::partition(&self.module, self.entry, prop).map_err(|e| {
+        let mut part = pjc_partition::partition(&self.module, self.entry, prop).map_err(|e| {
             let msg = format!("unsupported: the SPMD partitioner cannot handle {}", e);
             if e.span.is_none() {
                 Failure::Program(format!("{}: error: {msg}\n", self.path))
