@@ -464,7 +464,7 @@ pub fn run(world: &World, payload: &Payload, a: &ExeArgs, started: Instant) -> R
     tracer.extend(backend.take_trace());
     drop(backend);
     if let Some(path) = &a.trace {
-        tracer.write(path)?;
+        tracer.write(path, &pjc_plan::cost::plan_cost(&p.plan, &p.mesh, &pjc_plan::cost::Machine::CPU))?;
     }
     if world.rank() == 0 {
         if let Some(out) = &a.output {

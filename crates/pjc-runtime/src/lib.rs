@@ -18,6 +18,8 @@
 //! - [`backend`]: the device interface; [`cpu`] (host kernels from the
 //!   executable's shared object, MPI) and [`cuda`] (PTX, cuBLAS, NCCL).
 //! - [`results`]: a result assembled from every device's shard; writing them.
+//! - [`trace`]: `--trace` files; [`summary`]: their measured
+//!   communication/compute ratio per rank.
 //! - [`exe`]: the compiled executable's `main` (flags, device choice, loop
 //!   mode, logging).
 //! - [`RuntimeError`] (`error.rs`): why a run failed, and its exit code.
@@ -36,6 +38,7 @@ pub mod pack;
 pub mod payload;
 pub mod results;
 pub mod shardio;
+pub mod summary;
 pub mod trace;
 pub mod world;
 

@@ -73,8 +73,10 @@ impl<'w> Tracer<'w> {
             .collect()
     }
 
-    /// Gathers every rank's events; rank 0 writes `path` (collective).
-    pub fn write(&self, path: &Path) -> Result<(), RuntimeError> {
+    /// Gathers every rank's events; rank 0 writes `path` (collective) with
+    /// their summary against the plan's cost `model` (`crate::summary`),
+    /// which it also prints.
+    pub fn write(&self, path: &Path, model: &pjc_plan::cost::Cost) -> Result<(), RuntimeError> {
         let mine = serde_json::to_vec(&self.to_json()).map_err(|e| RuntimeError::Internal(e.to_string()))?;
         let host = World::hostname();
         let all = self.world.gather_varlen_to_root(&mine)?;
@@ -86,7 +88,9 @@ impl<'w> Tracer<'w> {
             let evs: Vec<Value> = serde_json::from_slice(bytes).map_err(|e| RuntimeError::Internal(format!("rank {r}'s trace: {e}")))?;
             events.extend(evs);
         }
-        let doc = json!({"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"producer": "pjc", "host0": host}});
+        let summary = crate::summary::Summary::of_trace(&events, all.len(), model);
+        eprint!("{}", summary.text());
+        let doc = json!({"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"producer": "pjc", "host0": host, "summary": summary.json()}});
         let text = serde_json::to_string(&doc).map_err(|e| RuntimeError::Internal(e.to_string()))?;
         if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(d).map_err(|e| RuntimeError::Env(format!("cannot create '{}': {}", d.display(), crate::error::io_reason(&e))))?;
