@@ -8,6 +8,8 @@
 //! [`simplify`] then removes dead code and trivial arithmetic so `--emit pir`
 //! stays readable.
 
+mod accumulate;
+pub use accumulate::{accumulate, Accumulate, AccumulateError, Accumulated};
 mod error;
 pub mod grad;
 mod names;

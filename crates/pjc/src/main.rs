@@ -88,6 +88,8 @@ enum Cmd {
         /// step runs (cuda: generated kernels, cuBLAS, NCCL).
         #[arg(long, value_enum, default_value = "cpu", value_name = "BACKEND")]
         device: Device,
+        #[command(flatten)]
+        acc: AccumulateArgs,
     },
     /// For every value: global shape, sharding, per-device shape, and why.
     Explain {
@@ -115,6 +117,8 @@ enum Cmd {
         /// Latency of one message of a collective, microseconds.
         #[arg(long, value_name = "US")]
         link_latency_us: Option<f64>,
+        #[command(flatten)]
+        acc: AccumulateArgs,
     },
     /// Print what this machine offers for compiled executables: CPU, GPUs.
     Devices,
@@ -165,6 +169,31 @@ fn peak_live_line(plan: &pjc_plan::Plan, mem: &pjc_plan::Memory) -> String {
         parts.push(format!("and {} more ({rest} B)", peak.buffers.len() - SHOWN));
     }
     format!("most memory live at once: {} bytes, {when}: {}", peak.bytes, if parts.is_empty() { "nothing".to_string() } else { parts.join(", ") })
+}
+
+/// `--accumulate K [--batch-params a,b]` (compile and explain): the step
+/// turned into a scan over K micro-batches (docs/training.md).
+#[derive(clap::Args, Clone, Default)]
+struct AccumulateArgs {
+    /// Gradient accumulation: take each step's gradient over K equal
+    /// micro-batches of the batch parameters, added up (about 1/K of the
+    /// activation memory; the same result up to reassociation).
+    #[arg(long, value_name = "K")]
+    accumulate: Option<u64>,
+    /// With --accumulate: the batch parameters (dimension 0 is the batch),
+    /// instead of the entry parameters whose dimension 0 is split (on [data, ...]).
+    #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
+    batch_params: Option<Vec<String>>,
+}
+
+impl AccumulateArgs {
+    fn get(&self) -> Result<Option<pjc_transforms::Accumulate>, Failure> {
+        match (self.accumulate, &self.batch_params) {
+            (None, None) => Ok(None),
+            (None, Some(_)) => Err(Failure::Env("--batch-params applies with --accumulate K".into())),
+            (Some(k), b) => Ok(Some(pjc_transforms::Accumulate { k, batch_params: b.clone() })),
+        }
+    }
 }
 
 /// The backend `pjc compile --emit plan --device` shows the plan for.
@@ -261,7 +290,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             print!("{}", pjc_front::print_module(&c.module));
             Ok(())
         }
-        Cmd::Compile { file, output, mesh, entry, emit, gpu_arch, device, cpu_levels, target, jobs, no_cache, opt, timings } => {
+        Cmd::Compile { file, output, mesh, entry, emit, gpu_arch, device, cpu_levels, target, jobs, no_cache, opt, timings, acc } => {
             let cpu_levels = exe::parse_cpu_levels(&cpu_levels)?;
             if jobs == Some(0) {
                 return Err(Failure::Env("-j/--jobs must be at least 1".into()));
@@ -287,7 +316,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             if emit.is_none() && output.is_none() {
                 return Err(Failure::Env("pjc compile needs -o OUT (an executable to write) or --emit KIND".into()));
             }
-            let c = Compilation::run(&file, &entry, mesh.as_deref(), stage)?;
+            let c = Compilation::run_with(&file, &entry, mesh.as_deref(), acc.get()?, stage)?;
             let plan = || c.plan.as_ref().expect("planned");
             match (emit, output) {
                 (Some(Emit::Pir), _) => print!("{}", pjc_front::print_module(&c.module)),
@@ -314,10 +343,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
-        Cmd::Explain { file, mesh, entry, device, device_gflops, device_gbps, link_gbps, link_latency_us } => {
+        Cmd::Explain { file, mesh, entry, device, device_gflops, device_gbps, link_gbps, link_latency_us, acc } => {
             let machine = ratio::machine(device == Device::Cuda, device_gflops, device_gbps, link_gbps, link_latency_us)?;
             // One compilation: the propagation explained is the one partitioned.
-            let mut c = Compilation::run(&file, &entry, mesh.as_deref(), Stage::Propagate)?;
+            let mut c = Compilation::run_with(&file, &entry, mesh.as_deref(), acc.get()?, Stage::Propagate)?;
             print!("{}", pjc_sharding::explain(&c.module, c.propagation.as_ref().expect("propagated")));
             c.run_to(Stage::PerDevice)?;
             print!("{}", explain_collectives(&c.partitioned.as_ref().expect("partitioned").collectives));

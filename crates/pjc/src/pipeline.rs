@@ -75,6 +75,8 @@ pub struct Compilation {
     pub plan: Option<pjc_plan::Plan>,
     /// How long each stage that ran took, in order (`pjc compile --timings`).
     pub timings: Vec<(&'static str, std::time::Duration)>,
+    /// `--accumulate K`: the step's micro-batch form, made before `expand`.
+    pub accumulate: Option<pjc_transforms::Accumulate>,
 }
 
 impl Compilation {
@@ -101,6 +103,7 @@ impl Compilation {
             per_device: None,
             plan: None,
             timings: vec![(Stage::Load.name(), t0.elapsed())],
+            accumulate: None,
         })
     }
 
@@ -122,9 +125,11 @@ impl Compilation {
         Ok(self)
     }
 
-    /// Loads `path` and runs the stages up to `stage`.
-    pub fn run(path: &Path, entry: &str, mesh: Option<&str>, stage: Stage) -> Result<Compilation, Failure> {
+    /// Loads `path` and runs the stages up to `stage`, with `--accumulate`
+    /// (applied in stage `expand`) when given.
+    pub fn run_with(path: &Path, entry: &str, mesh: Option<&str>, accumulate: Option<pjc_transforms::Accumulate>, stage: Stage) -> Result<Compilation, Failure> {
         let mut c = Compilation::load(path, entry, mesh)?;
+        c.accumulate = accumulate;
         c.run_to(stage)?;
         Ok(c)
     }
@@ -145,8 +150,16 @@ impl Compilation {
     }
 
     /// Stage `expand`. An op without a gradient rule is a program error at
-    /// the transform (exit 1).
+    /// the transform (exit 1). `--accumulate K` first turns the step into its
+    /// K-micro-batch form, while its `grad` is still one op.
     fn expand(&mut self) -> Result<(), Failure> {
+        if let Some(a) = self.accumulate.clone() {
+            pjc_transforms::accumulate(&mut self.module, self.entry, &a).map_err(|e| match e {
+                pjc_transforms::AccumulateError::Program(e) => Failure::Program(self.render(e.span, e.msg)),
+                pjc_transforms::AccumulateError::Flag(m) => Failure::Env(m),
+            })?;
+            Compilation::checked(Stage::Expand, &self.module)?;
+        }
         pjc_transforms::expand(&mut self.module).map_err(|e| Failure::Program(self.render(e.span, e.msg)))?;
         Compilation::checked(Stage::Expand, &self.module)?;
         self.reached = Stage::Expand;
