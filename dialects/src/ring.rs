@@ -1,8 +1,8 @@
 //! The ring algorithms' cost of each collective: the bytes a device sends
-//! and the messages it sends them in. One formula for the partitioner's
-//! collective report and the plan's cost model (`pjc_plan::cost`). Kept out
-//! of `kinds.rs`, whose text is part of the artefact's schema hash: these
-//! formulas are not serialized.
+//! and the messages it sends them in, for the plan's cost model
+//! (`pjc_plan::cost`); the partitioner's collective report (`pjc-partition`'s
+//! `record`) computes the same bytes. Kept out of `kinds.rs`, whose text is
+//! part of the artefact's schema hash: these formulas are not serialized.
 
 use crate::kinds::CollectiveKind;
 
