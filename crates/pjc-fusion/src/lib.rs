@@ -4,8 +4,10 @@
 //! ([`memory::plan_memory`]). The plan's data types live in `pjc-plan`, which
 //! code generators and the runtime read without linking this planner.
 
+pub mod memcheck;
 pub mod memory;
 pub mod plan;
 
+pub use memcheck::check_memory;
 pub use memory::{peak_live, plan_memory, PeakLive};
 pub use plan::{plan, plan_program, PlanError, Unplannable, MAX_FUSION_DEPTH};

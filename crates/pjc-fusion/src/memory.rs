@@ -56,21 +56,24 @@ fn events<'p>(steps: &'p [Step], buffers: &[pjc_plan::Buffer]) -> Vec<(Vec<usize
     for s in steps {
         match s {
             Step::Control(c) => {
-                let own: Vec<usize> = c.clone().own_buffers_mut().into_iter().map(|b| *b).collect();
+                // The whole buffers the step's windows view live through the
+                // whole step: a scanned operand is read and a stacked output
+                // written in every iteration, so the start writes them (a
+                // stacked output is defined there, not where it is first
+                // named afterwards) and the end reads them.
+                let mut own: Vec<usize> = c.clone().own_buffers_mut().into_iter().map(|b| *b).collect();
+                for b in pjc_plan::control::step_buffers(s) {
+                    if let BufferKind::Window { whole } = buffers[b].kind {
+                        own.push(whole);
+                    }
+                }
+                own.sort_unstable();
+                own.dedup();
                 out.push((own.clone(), own.clone(), None));
                 for b in c.blocks() {
                     out.extend(events(&b.steps, buffers));
                 }
-                // The end also reads the whole buffers the blocks' windows
-                // view (a scan's stacked operands), so that they stay live
-                // through every iteration.
-                let mut end = own;
-                for b in pjc_plan::control::step_buffers(s) {
-                    if let BufferKind::Window { whole } = buffers[b].kind {
-                        end.push(whole);
-                    }
-                }
-                out.push((end, vec![], None));
+                out.push((own, vec![], None));
             }
             s => {
                 let (ins, outs) = step_io(s);

@@ -134,13 +134,25 @@ impl HostBuf {
     }
 }
 
-/// All buffers of a plan. A window buffer (`BufferKind::Window`) has no
-/// memory of its own: while a scan runs, it views a slice of its whole
-/// buffer ([`Buffers::bytes`] and [`Buffers::ptr`] resolve it).
+/// All buffers of a plan: each one's own allocation ([`Buffers::alloc`]),
+/// or all of them in one arena at the buffer plan's offsets
+/// ([`Buffers::alloc_planned`]: the memory the compiler planned, buffers
+/// that are never live at once sharing bytes). A window buffer
+/// (`BufferKind::Window`) has no memory of its own: while a scan runs, it
+/// views a slice of its whole buffer ([`Buffers::bytes`] and
+/// [`Buffers::ptr`] resolve it).
 pub struct Buffers {
-    pub data: Vec<HostBuf>,
+    data: Vec<HostBuf>,
+    /// Per buffer: (allocation, byte offset, length). Carried buffers of a
+    /// loop swap their places.
+    place: Vec<(usize, usize, usize)>,
     /// For each window buffer, the slice it views now.
     views: Vec<Option<View>>,
+    /// In the planned arena, every buffer's planned place: a loop's carried
+    /// buffers swap places while it runs, and the places (with their bytes)
+    /// go back when it ends, since the plan lets other buffers use a dead
+    /// buffer's planned bytes afterwards.
+    planned: Option<Vec<(usize, usize, usize)>>,
 }
 
 /// A window's slice: `len` bytes at `offset` of buffer `whole`.
@@ -161,35 +173,99 @@ pub fn check_arg(t: &Tensor, ty: &TensorType, what: &str) -> Result<(), HostErro
 }
 
 impl Buffers {
-    /// Allocates `plan`'s buffers with constants filled in and parameters
-    /// zero. Memory that cannot be had is an error naming the buffer and its
-    /// bytes, not an abort.
+    /// Allocates `plan`'s buffers, each its own allocation, with constants
+    /// filled in and parameters zero. Memory that cannot be had is an error
+    /// naming the buffer and its bytes, not an abort.
     pub fn alloc(plan: &Plan) -> Result<Buffers, HostError> {
         let mut data = vec![];
+        let mut place = vec![];
         for b in &plan.buffers {
             if let BufferKind::Window { .. } = b.kind {
+                place.push((data.len(), 0, 0));
                 data.push(HostBuf { words: Vec::new(), len: 0 });
                 continue;
             }
             let bytes = b.ty.checked_bytes();
             let buf = bytes.and_then(|n| usize::try_from(n).ok()).and_then(HostBuf::try_zeroed);
-            let Some(mut s) = buf else {
+            let Some(s) = buf else {
                 let need = bytes.map_or_else(|| "more than 2^64".to_string(), |n| n.to_string());
                 return Err(HostError::Input(format!("not enough memory: buffer %{} ({}) needs {need} bytes, which cannot be allocated", b.name, b.ty)));
             };
-            if let BufferKind::Constant(lit) = &b.kind {
-                s.write_tensor(&pjc_plan::exec::literal_tensor(lit, &b.ty));
-            }
+            place.push((data.len(), 0, s.len));
             data.push(s);
         }
-        let views = vec![None; data.len()];
-        Ok(Buffers { data, views })
+        let mut bufs = Buffers { views: vec![None; data.len()], data, place, planned: None };
+        bufs.fill_constants(plan);
+        Ok(bufs)
+    }
+
+    /// Allocates `plan`'s buffers in one zeroed arena of `mem.peak` bytes, each
+    /// at its planned offset (`pjc_fusion::plan_memory`: buffers live at the
+    /// same time never overlap, a donated result shares its parameter's
+    /// bytes), with constants filled in. A plan whose buffers do not lie
+    /// within the arena is an error (a damaged or foreign buffer plan).
+    pub fn alloc_planned(plan: &Plan, mem: &pjc_plan::Memory) -> Result<Buffers, HostError> {
+        if mem.offsets.len() != plan.buffers.len() {
+            return Err(HostError::Runtime(format!("a buffer plan of {} buffers for a plan of {}", mem.offsets.len(), plan.buffers.len())));
+        }
+        let peak = usize::try_from(mem.peak).ok();
+        let Some(arena) = peak.and_then(HostBuf::try_zeroed) else {
+            return Err(HostError::Input(format!("not enough memory: the program's buffers need {} bytes, which cannot be allocated", mem.peak)));
+        };
+        let mut place = vec![];
+        for (i, b) in plan.buffers.iter().enumerate() {
+            let len = if let BufferKind::Window { .. } = b.kind { 0 } else { b.bytes() as usize };
+            let off = mem.offsets[i] as usize;
+            if off.checked_add(len).is_none_or(|e| e > arena.len) {
+                return Err(HostError::Runtime(format!("buffer %{} at {off} (+{len} bytes) lies outside the {} bytes of the buffer plan", b.name, arena.len)));
+            }
+            place.push((0, off, len));
+        }
+        let mut bufs = Buffers { views: vec![None; place.len()], data: vec![arena], planned: Some(place.clone()), place };
+        bufs.fill_constants(plan);
+        Ok(bufs)
+    }
+
+    /// Puts every buffer back at its planned place in the arena, moving its
+    /// bytes there (once per loop run, not per iteration: the swaps inside
+    /// the loop stay free). Nothing to do with one allocation per buffer.
+    pub fn restore_places(&mut self) {
+        let Some(planned) = &self.planned else { return };
+        let moved: Vec<usize> = (0..self.place.len()).filter(|&i| self.place[i] != planned[i]).collect();
+        if moved.is_empty() {
+            return;
+        }
+        let saved: Vec<Vec<u8>> = moved.iter().map(|&i| {
+            let (a, o, l) = self.place[i];
+            self.data[a].bytes()[o..o + l].to_vec()
+        }).collect();
+        for (&i, bytes) in moved.iter().zip(saved) {
+            self.place[i] = planned[i];
+            let (a, o, l) = self.place[i];
+            self.data[a].bytes_mut()[o..o + l].copy_from_slice(&bytes);
+        }
+    }
+
+    fn fill_constants(&mut self, plan: &Plan) {
+        for (i, b) in plan.buffers.iter().enumerate() {
+            if let BufferKind::Constant(lit) = &b.kind {
+                self.write_tensor(i, &pjc_plan::exec::literal_tensor(lit, &b.ty));
+            }
+        }
+    }
+
+    /// Writes tensor `t` (of buffer `b`'s size) into buffer `b`.
+    fn write_tensor(&mut self, b: usize, t: &Tensor) {
+        let bytes = pjc_tensor::buf_le_bytes(&t.data);
+        let (base, off, len) = self.span(b);
+        assert_eq!(bytes.len(), len, "tensor size matches its buffer");
+        self.data[base].bytes_mut()[off..off + len].copy_from_slice(&bytes);
     }
 
     /// Where buffer `b`'s bytes are: (allocation, byte offset, length).
     fn span(&self, b: usize) -> (usize, usize, usize) {
         match self.views[b] {
-            None => (b, 0, self.data[b].len),
+            None => self.place[b],
             Some(v) => {
                 let (base, off, _) = self.span(v.whole);
                 (base, off + v.offset, v.len)
@@ -249,7 +325,7 @@ impl Buffers {
         for (i, b) in plan.buffers.iter().enumerate() {
             if let BufferKind::AxisIndices(axes) = &b.kind {
                 let v = axes.iter().map(|a| hooks.axis_index(a).map(|c| Scalar::Int(c as i128))).collect::<Result<Vec<_>, _>>()?;
-                self.data[i].write_tensor(&Tensor::from_scalars(DType::I32, vec![axes.len()], &v));
+                self.write_tensor(i, &Tensor::from_scalars(DType::I32, vec![axes.len()], &v));
             }
         }
         Ok(())
@@ -259,7 +335,7 @@ impl Buffers {
     pub fn set_param(&mut self, plan: &Plan, i: usize, t: &Tensor) -> Result<(), HostError> {
         let b = plan.params[i];
         check_arg(t, &plan.buffers[b].ty, &format!("argument {i} (%{})", plan.buffers[b].name))?;
-        self.data[b].write_tensor(t);
+        self.write_tensor(b, t);
         Ok(())
     }
 
@@ -418,7 +494,12 @@ impl HostRun<'_> {
                 let out = self.hooks.collective(inst, bufs.bytes(*input), in_ty, out_ty)?;
                 bufs.write(*output, &out).map_err(|_| HostError::Runtime(format!("collective '{}' gave {} bytes for a {out_ty} buffer", inst.op, out.len())))?;
             }
-            Step::Control(c) => pjc_plan::control::run_control(&plan.buffers, c, si, self, HostError::Runtime)?,
+            Step::Control(c) => {
+                pjc_plan::control::run_control(&plan.buffers, c, si, self, HostError::Runtime)?;
+                // Carried buffers that swapped places in the arena go back
+                // to their planned ones.
+                self.bufs.restore_places();
+            }
         }
         if let Some(t) = self.trace.as_deref_mut() {
             let (name, kind, bytes) = match step {
@@ -456,7 +537,8 @@ impl pjc_plan::control::Machine for HostRun<'_> {
         if self.bufs.bytes(dst).len() != len {
             return Err(HostError::Runtime(format!("copy of b{src} into b{dst} of another size")));
         }
-        // SAFETY: two buffers of `len` bytes; distinct plan buffers never share memory.
+        // SAFETY: two buffers of `len` bytes, both live here, so their memory
+        // is disjoint (each its own allocation, or apart in the planned arena).
         unsafe { std::ptr::copy_nonoverlapping(from, to, len) };
         Ok(())
     }
@@ -464,7 +546,7 @@ impl pjc_plan::control::Machine for HostRun<'_> {
         if self.bufs.views[a].is_some() || self.bufs.views[b].is_some() {
             return Err(HostError::Runtime(format!("swap of a window (b{a}, b{b})")));
         }
-        self.bufs.data.swap(a, b);
+        self.bufs.place.swap(a, b);
         Ok(())
     }
     fn read_scalar(&mut self, b: usize) -> Result<Vec<u8>, HostError> {

@@ -116,7 +116,7 @@ pub struct CpuBackend<'w> {
 
 impl<'w> CpuBackend<'w> {
     /// Builds the collectives' communicators (collective: every rank calls it).
-    pub fn new(plan: &Plan, builds: &[HostKernels], world: &'w World, mesh: &pjc_ir::Mesh, groups: &[pjc_plan::GroupTable]) -> Result<CpuBackend<'w>, RuntimeError> {
+    pub fn new(plan: &Plan, memory: &pjc_plan::Memory, builds: &[HostKernels], world: &'w World, mesh: &pjc_ir::Mesh, groups: &[pjc_plan::GroupTable]) -> Result<CpuBackend<'w>, RuntimeError> {
         let build = choose_kernels(builds)?;
         if let Some(best) = cpulevel::best().filter(|&b| b > build.level && std::env::var_os("PJC_CPU_LEVEL").is_none()) {
             if world.rank() == 0 {
@@ -130,7 +130,9 @@ impl<'w> CpuBackend<'w> {
         let lib = KernelLibrary::load(&build.so)?;
         let kernels = lib.kernels(plan)?;
         let coll = MpiCollectives::new(world, mesh, groups)?;
-        let mut bufs = Buffers::alloc(plan).map_err(host)?;
+        // The buffer plan the compiler made: one arena, buffers never live at
+        // once sharing memory.
+        let mut bufs = Buffers::alloc_planned(plan, memory).map_err(host)?;
         bufs.set_axis_indices(plan, &coll).map_err(host)?;
         Ok(CpuBackend { plan: plan.clone(), kernels, bufs, coll, threads: world.kernel_threads(), trace: None, _lib: lib })
     }
@@ -157,9 +159,10 @@ impl Backend for CpuBackend<'_> {
         Ok(self.bufs.tensor(&self.plan, self.plan.results[k]))
     }
     fn carry(&mut self, pairs: &[(usize, usize)]) -> Result<(), RuntimeError> {
-        let saved: Vec<Vec<u8>> = pairs.iter().map(|&(k, _)| self.bufs.data[self.plan.results[k]].bytes().to_vec()).collect();
+        // Copied out first: a donated result shares its parameter's bytes.
+        let saved: Vec<Vec<u8>> = pairs.iter().map(|&(k, _)| self.bufs.bytes(self.plan.results[k]).to_vec()).collect();
         for (&(_, i), bytes) in pairs.iter().zip(saved) {
-            self.bufs.data[self.plan.params[i]].bytes_mut().copy_from_slice(&bytes);
+            self.bufs.write(self.plan.params[i], &bytes).map_err(host)?;
         }
         Ok(())
     }

@@ -310,7 +310,7 @@ pub fn run(world: &World, payload: &Payload, a: &ExeArgs, started: Instant) -> R
             let ptx = p.ptx.as_ref().expect("checked by choose_device");
             crate::cuda::CudaBackend::new(&p.plan, ptx, world, &p.mesh, &p.groups).map(|b| Box::new(b) as Box<dyn Backend>)
         }
-        _ => crate::cpu::CpuBackend::new(&p.plan, &p.host_kernels, world, &p.mesh, &p.groups).map(|b| Box::new(b) as Box<dyn Backend>),
+        _ => crate::cpu::CpuBackend::new(&p.plan, &p.memory, &p.host_kernels, world, &p.mesh, &p.groups).map(|b| Box::new(b) as Box<dyn Backend>),
     };
     let mut backend = agree(world, backend)?;
     backend.set_tracing(a.trace.is_some());

@@ -16,8 +16,15 @@ fn show(n: Option<u64>) -> String {
 pub fn needs(world: &World, p: &Artifact, kind: DeviceChoice) -> Vec<(String, Option<u64>)> {
     let mut parts = vec![];
     if kind != DeviceChoice::Cuda {
-        for b in &p.plan.buffers {
-            parts.push((format!("buffer %{} ({})", b.name, b.ty), b.ty.checked_bytes()));
+        // The CPU backend allocates the buffer plan's arena.
+        let largest = p.plan.buffers.iter().max_by_key(|b| b.ty.checked_bytes().unwrap_or(u64::MAX));
+        let what = match largest {
+            Some(b) => format!("the program's buffers at their fullest, the largest %{} ({})", b.name, b.ty),
+            None => "the program's buffers".to_string(),
+        };
+        parts.push((what, Some(p.memory.peak)));
+        for b in p.plan.buffers.iter().filter(|b| b.ty.checked_bytes().is_none()) {
+            parts.push((format!("buffer %{} ({})", b.name, b.ty), None));
         }
     }
     if world.rank() == 0 {

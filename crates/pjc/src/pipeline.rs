@@ -232,6 +232,15 @@ impl Compilation {
         })?;
         self.plan = Some(plan);
         self.reached = Stage::Plan;
+        if verify_between_stages() {
+            // The buffer plan is run abstractly on the arena the runtime
+            // allocates: no buffer is read after another took its bytes.
+            let (plan, mem) = (self.plan.as_ref().expect("planned"), self.memory());
+            for device_forms in [false, true] {
+                pjc_fusion::check_memory(plan, &mem, &carried(self.per_device_func()), device_forms)
+                    .map_err(|e| Failure::Env(format!("internal error: the buffer plan is unsound{}: {e}", if device_forms { " for the device kernels" } else { "" })))?;
+            }
+        }
         Ok(())
     }
 
