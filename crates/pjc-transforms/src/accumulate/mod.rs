@@ -105,7 +105,7 @@ pub fn accumulate(m: &mut Module, entry: FuncId, opts: &Accumulate) -> Result<Ve
     };
     let grads: Vec<pjc_ir::Inst> = f.body.iter().copied().filter(|&i| f.insts[i].op == Opcode::Grad).collect();
     if grads.is_empty() {
-        return Err(prog(f.name_span, format!("unsupported: {what} needs a training step that takes its gradient with grad, and @{} has no grad: there is nothing to accumulate", f.name)));
+        return Err(prog(f.name_span, format!("unsupported: {what} needs a training step that takes its gradient with grad, and @{} has no grad: there is nothing to accumulate (a step exported from JAX arrives differentiated: accumulate there, with a lax.scan over micro-batches or optax.MultiSteps, and pjc moves the loop's all-reduces out of it)", f.name)));
     }
     let which = if opts.batch_params.is_some() { "named by --batch-params" } else { "whose dimension 0 is split over a mesh axis (on [data, ...]; --batch-params names others)" };
     let mut done = vec![];
