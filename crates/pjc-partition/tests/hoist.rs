@@ -6,7 +6,7 @@
 mod common;
 
 use common::{random, repo};
-use pjc_ir::{FuncKind, Module, Opcode};
+use pjc_ir::{FuncKind, Module, Opcode, ValueDef};
 use pjc_tensor::compare::{close, Tolerance};
 
 fn load(file: &str, mesh: Option<&str>) -> Module {
@@ -83,4 +83,20 @@ fn every_partition_test_program_keeps_its_values() {
     }
     // Only the accumulation program has accumulating carries.
     assert_eq!(n, 3);
+}
+
+/// A JAX export with micro-steps in a loop (`lax.fori_loop` of SGD steps,
+/// examples/jax_flax): each micro-step's update needs its gradient, so the
+/// gradient all-reduces stay in the loop; only the summed loss moves out.
+#[test]
+fn sgd_micro_steps_keep_their_gradient_all_reduces() {
+    let file = "examples/jax_flax/flax_inner.pir";
+    let m = load(file, None);
+    let (part, moved) = hoisted(file, &m);
+    assert_eq!(moved.len(), 1, "{moved:?}");
+    let f = &part.module.funcs[part.module.func_by_name("main").unwrap()];
+    let ValueDef::Result(i, _) = f.values.iter().find(|(_, v)| v.name == moved[0].outer).unwrap().1.def else { panic!() };
+    assert_eq!(f.values[f.insts[i].operands[0]].ty.shape.len(), 0, "the loss, a scalar");
+    let body = &part.module.funcs[part.module.func_by_name(&moved[0].body).unwrap()];
+    assert!(body.body.iter().any(|&i| body.insts[i].op == Opcode::AllReduce), "the gradients' all-reduces stay");
 }
