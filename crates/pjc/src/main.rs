@@ -102,8 +102,8 @@ enum Cmd {
         entry: String,
         /// The device class whose peaks the communication/compute estimate
         /// uses (docs/cli.md lists them).
-        #[arg(long, value_enum, default_value = "cpu", value_name = "BACKEND")]
-        device: Device,
+        #[arg(long, value_enum, default_value = "cpu", value_name = "CLASS")]
+        device: ratio::DeviceClass,
         /// Arithmetic peak of one device, GFLOP/s (replaces the class's).
         #[arg(long, value_name = "G")]
         device_gflops: Option<f64>,
@@ -344,7 +344,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Cmd::Explain { file, mesh, entry, device, device_gflops, device_gbps, link_gbps, link_latency_us, acc } => {
-            let machine = ratio::machine(device == Device::Cuda, device_gflops, device_gbps, link_gbps, link_latency_us)?;
+            let machine = ratio::machine(device, device_gflops, device_gbps, link_gbps, link_latency_us)?;
             // One compilation: the propagation explained is the one partitioned.
             let mut c = Compilation::run_with(&file, &entry, mesh.as_deref(), acc.get()?, Stage::Propagate)?;
             print!("{}", pjc_sharding::explain(&c.module, c.propagation.as_ref().expect("propagated")));
@@ -363,8 +363,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     );
                     println!("peak memory per device: {} bytes (parameters, results and live temporaries)", mem.peak);
                     println!("{}", peak_live_line(plan, &mem));
-                    let class = if device == Device::Cuda { "cuda" } else { "cpu" };
-                    print!("{}", ratio::explain_ratio(plan, &c.module.mesh_or_single(), &machine, class));
+                    print!("{}", ratio::explain_ratio(plan, &c.module.mesh_or_single(), &machine, device));
                 }
                 Err(Failure::Program(e) | Failure::Env(e)) => println!("\nkernel plan: not available: {}", e.trim_end()),
             }

@@ -5,11 +5,33 @@
 use crate::failure::Failure;
 use pjc_plan::cost::{duration_text, plan_cost, si_text, sig3, Machine};
 
+/// The device class whose default peaks `pjc explain --device` takes
+/// (`pjc_plan::cost::Machine`'s constants say why these figures).
+#[derive(Copy, Clone, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub enum DeviceClass {
+    /// A CPU server: 1000 GFLOP/s, 100 GB/s, a 25 GB/s link (200 Gb/s), 5 us per message.
+    Cpu,
+    /// An H100 SXM GPU: 67000 GFLOP/s (f32), 3350 GB/s, a 50 GB/s link (400 Gb/s), 10 us per message.
+    Cuda,
+}
+
+impl DeviceClass {
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceClass::Cpu => "cpu",
+            DeviceClass::Cuda => "cuda",
+        }
+    }
+}
+
 /// The peaks the flags ask for: the device class's defaults, each replaced
 /// by its flag when given. Bandwidths and throughputs must be positive,
 /// the latency non-negative.
-pub fn machine(cuda: bool, gflops: Option<f64>, gbps: Option<f64>, link_gbps: Option<f64>, latency_us: Option<f64>) -> Result<Machine, Failure> {
-    let mut m = if cuda { Machine::CUDA } else { Machine::CPU };
+pub fn machine(class: DeviceClass, gflops: Option<f64>, gbps: Option<f64>, link_gbps: Option<f64>, latency_us: Option<f64>) -> Result<Machine, Failure> {
+    let mut m = match class {
+        DeviceClass::Cpu => Machine::CPU,
+        DeviceClass::Cuda => Machine::CUDA,
+    };
     for (flag, v, slot, unit) in [
         ("--device-gflops", gflops, &mut m.gflops, "GFLOP/s"),
         ("--device-gbps", gbps, &mut m.gbps, "GB/s"),
@@ -41,7 +63,8 @@ fn count(x: f64) -> String {
 }
 
 /// The block `pjc explain` prints after the memory lines.
-pub fn explain_ratio(plan: &pjc_plan::Plan, mesh: &pjc_ir::Mesh, m: &Machine, class: &str) -> String {
+pub fn explain_ratio(plan: &pjc_plan::Plan, mesh: &pjc_ir::Mesh, m: &Machine, class: DeviceClass) -> String {
+    let class = class.name();
     let c = plan_cost(plan, mesh, m);
     let at_least = if c.lower_bound { "at least " } else { "" };
     let mut out = format!(
