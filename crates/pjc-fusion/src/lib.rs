@@ -9,5 +9,6 @@ pub mod memory;
 pub mod plan;
 
 pub use memcheck::check_memory;
-pub use memory::{peak_live, plan_memory, PeakLive};
+pub use memory::{peak_live, plan_memory};
+pub use pjc_plan::PeakLive;
 pub use plan::{plan, plan_program, PlanError, Unplannable, MAX_FUSION_DEPTH};

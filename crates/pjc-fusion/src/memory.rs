@@ -3,7 +3,7 @@
 //! parameters in place (donation) when that is safe, and the resulting peak.
 
 use pjc_plan::kernel::{Kernel, Node, NodeId};
-use pjc_plan::{BufferKind, Memory, Plan, Step};
+use pjc_plan::{BufferKind, Memory, PeakLive, Plan, Step};
 
 const ALIGN: u64 = 64;
 
@@ -150,22 +150,6 @@ fn aligned_sizes(p: &Plan) -> Vec<u64> {
     p.buffers.iter().map(|b| align(b.bytes().max(1))).collect()
 }
 
-/// When the most memory is live at once, and what holds it ([`peak_live`]).
-#[derive(Clone, Debug, PartialEq)]
-pub struct PeakLive {
-    /// Bytes live at once (aligned sizes; a donated result and its parameter
-    /// count once, scan windows not at all): at most the arena's peak, which
-    /// also holds the gaps first-fit placement leaves.
-    pub bytes: u64,
-    /// The step running then, in pre-order over the steps and their blocks
-    /// (None: before the first step or after the last).
-    pub step: Option<String>,
-    /// The step's number in that order (from 1) and the number of steps.
-    pub at: (usize, usize),
-    /// The buffers live then with their bytes, largest first.
-    pub buffers: Vec<(usize, u64)>,
-}
-
 /// The moment of `p` (with buffer plan `mem`) when the most memory is live,
 /// for `pjc explain`.
 pub fn peak_live(p: &Plan, mem: &Memory) -> PeakLive {
@@ -258,7 +242,9 @@ pub fn plan_memory(p: &Plan, carried: &[(usize, usize)]) -> Memory {
             offsets[i] = offsets[whole];
         }
     }
-    Memory { offsets, peak, donated }
+    let mut mem = Memory { offsets, peak, donated, fullest: PeakLive::default() };
+    mem.fullest = peak_live(p, &mem);
+    mem
 }
 
 /// First-fit placement of buffers `order` (sorted by definition) with live

@@ -296,7 +296,7 @@ mod tests {
             results: vec![Port { name: "w".into(), local: t.clone(), global: t, sharding: None }],
             carried: vec![(0, 0)],
             plan: Plan { name: "main".into(), buffers: vec![], steps: vec![], params: vec![], results: vec![] },
-            memory: Memory { offsets: vec![], peak: 0, donated: vec![] },
+            memory: Memory { offsets: vec![], peak: 0, donated: vec![], fullest: Default::default() },
             groups: vec![GroupTable::build(&mesh(), &["y".into()]).unwrap()],
             host_kernels: vec![HostKernels { level: CpuLevel::V3, so: vec![1, 2, 3, 0, 255] }],
             ptx: Err("no libdevice".into()),

@@ -23,6 +23,6 @@ pub mod plan;
 
 pub use artifact::{Artifact, ArtifactError, CpuLevel, GroupTable, HostKernels, Port, PtxKernel, PtxModule};
 pub use kernel::{Kernel, Node};
-pub use memory::Memory;
+pub use memory::{Memory, PeakLive};
 pub use control::{Block, Control};
 pub use plan::{Buffer, BufferKind, Plan, Step};

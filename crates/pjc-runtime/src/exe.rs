@@ -79,6 +79,14 @@ pub struct ExeArgs {
     /// Print every rank's host, local rank, mesh coordinates and device, and exit.
     #[arg(long)]
     pub list_devices: bool,
+    /// Refuse to start when the program's buffers need more than SIZE on a process's
+    /// device (host memory on the CPU, GPU memory on a GPU): bytes, or with K, M, G or T.
+    #[arg(long, value_name = "SIZE", value_parser = parse_memory_limit)]
+    pub memory_limit: Option<u64>,
+}
+
+fn parse_memory_limit(s: &str) -> Result<u64, String> {
+    pjc_tensor::parse_size(s).ok_or_else(|| format!("'{s}' is not a size (bytes, or a number with K, M, G or T)"))
 }
 
 fn corrupt(m: String) -> RuntimeError {
@@ -302,13 +310,13 @@ pub fn run(world: &World, payload: &Payload, a: &ExeArgs, started: Instant) -> R
         return crate::devices::list(world, &p, a.device);
     }
     let kind = choose_device(world, &p, a.device)?;
-    agree(world, crate::memory::check(world, &p, kind))?;
+    agree(world, crate::memory::check(world, &p, kind, a.memory_limit))?;
     let device = world.rank() as u64;
     let mut tracer = crate::trace::Tracer::new(world, a.trace.is_some());
     let backend: Result<Box<dyn Backend + '_>, RuntimeError> = match kind {
         DeviceChoice::Cuda => {
             let ptx = p.ptx.as_ref().expect("checked by choose_device");
-            crate::cuda::CudaBackend::new(&p.plan, ptx, world, &p.mesh, &p.groups).map(|b| Box::new(b) as Box<dyn Backend>)
+            crate::cuda::CudaBackend::new(&p.plan, &p.memory, ptx, world, &p.mesh, &p.groups).map(|b| Box::new(b) as Box<dyn Backend>)
         }
         _ => crate::cpu::CpuBackend::new(&p.plan, &p.memory, &p.host_kernels, world, &p.mesh, &p.groups).map(|b| Box::new(b) as Box<dyn Backend>),
     };

@@ -16,16 +16,7 @@ fn show(n: Option<u64>) -> String {
 pub fn needs(world: &World, p: &Artifact, kind: DeviceChoice) -> Vec<(String, Option<u64>)> {
     let mut parts = vec![];
     if kind != DeviceChoice::Cuda {
-        // The CPU backend allocates the buffer plan's arena.
-        let largest = p.plan.buffers.iter().max_by_key(|b| b.ty.checked_bytes().unwrap_or(u64::MAX));
-        let what = match largest {
-            Some(b) => format!("the program's buffers at their fullest, the largest %{} ({})", b.name, b.ty),
-            None => "the program's buffers".to_string(),
-        };
-        parts.push((what, Some(p.memory.peak)));
-        for b in p.plan.buffers.iter().filter(|b| b.ty.checked_bytes().is_none()) {
-            parts.push((format!("buffer %{} ({})", b.name, b.ty), None));
-        }
+        parts.extend(buffers(p));
     }
     if world.rank() == 0 {
         // The results are gathered here: every rank's block, then the array.
@@ -39,9 +30,37 @@ pub fn needs(world: &World, p: &Artifact, kind: DeviceChoice) -> Vec<(String, Op
     parts
 }
 
+/// The program's buffers on its device: the buffer plan's arena (both
+/// backends allocate it), and any buffer whose size is past 2^64 bytes.
+fn buffers(p: &Artifact) -> Vec<(String, Option<u64>)> {
+    let mut parts = vec![("the program's buffers (the buffer plan's peak)".to_string(), Some(p.memory.peak))];
+    parts.extend(p.plan.buffers.iter().filter(|b| b.ty.checked_bytes().is_none()).map(|b| (format!("buffer %{} ({})", b.name, b.ty), None)));
+    parts
+}
+
+/// The buffer plan's report for a refusal: the peak and when the most
+/// memory is live, with what holds it (`pjc explain`'s line).
+pub fn report(plan: &pjc_plan::Plan, memory: &pjc_plan::Memory) -> String {
+    format!("the buffer plan's peak is {} bytes; {} (pjc explain shows the same)", memory.peak, memory.fullest.line(plan))
+}
+
 /// Fails when this rank's memory cannot fit: the total is past 2^64, or
-/// more than this machine has available for each of its processes.
-pub fn check(world: &World, p: &Artifact, kind: DeviceChoice) -> Result<(), RuntimeError> {
+/// more than this machine has available for each of its processes, or the
+/// program's buffers need more than `limit` (`--memory-limit`, on the
+/// process's device: host memory on the CPU, GPU memory on a GPU). The
+/// errors carry the buffer plan's report.
+pub fn check(world: &World, p: &Artifact, kind: DeviceChoice, limit: Option<u64>) -> Result<(), RuntimeError> {
+    if let Some(limit) = limit {
+        let device: Option<u64> = buffers(p).iter().try_fold(0u64, |a, (_, n)| n.and_then(|n| a.checked_add(n)));
+        if device.is_none_or(|d| d > limit) {
+            let on = if kind == DeviceChoice::Cuda { "GPU memory" } else { "memory" };
+            return Err(RuntimeError::Env(format!(
+                "not enough memory: the program's buffers need {} bytes of {on} on this process, more than --memory-limit {limit}: {}",
+                show(device),
+                report(&p.plan, &p.memory)
+            )));
+        }
+    }
     let mut parts = needs(world, p, kind);
     // GPU buffers are the GPU's to refuse, but their sizes must be numbers.
     parts.extend(p.plan.buffers.iter().filter(|b| kind == DeviceChoice::Cuda && b.ty.checked_bytes().is_none()).map(|b| (format!("buffer %{} ({})", b.name, b.ty), None)));
@@ -61,7 +80,8 @@ pub fn check(world: &World, p: &Artifact, kind: DeviceChoice) -> Result<(), Runt
         Some(a) => format!("this machine has {a} bytes available"),
         None => "no machine has that much".to_string(),
     };
-    Err(RuntimeError::Env(format!("not enough memory: the program needs {} bytes on this process (the largest part, {what}, needs {} bytes), but {has}", show(total), show(n))))
+    let plan = if kind != DeviceChoice::Cuda && total.is_some() { format!("; {}", report(&p.plan, &p.memory)) } else { String::new() };
+    Err(RuntimeError::Env(format!("not enough memory: the program needs {} bytes on this process (the largest part, {what}, needs {} bytes), but {has}{plan}", show(total), show(n))))
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ pub mod compare;
 mod elementwise;
 mod io;
 mod memory;
-pub use memory::available_memory;
+pub use memory::{available_memory, parse_size};
 mod structural;
 pub use elementwise::{binary, bitcast_convert, clamp, compare, convert, iota, select, unary};
 pub use io::{buf_from_le_bytes, buf_le_bytes, buf_to_le_bytes, decode_npy, npy_layout, read_named, safetensors_layouts, safetensors_to_bytes as safetensors_bytes, RawLayout, read_npy, read_safetensors, write_atomically, write_npy, write_outputs, write_safetensors};

@@ -35,3 +35,23 @@ mod tests {
         assert!(available_memory().is_some_and(|a| a > 1 << 20));
     }
 }
+
+/// Parses a size: bytes, or a number with K, M, G or T (powers of 1024).
+pub fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (num, mult) = match s.char_indices().last()? {
+        (i, c) if c.is_ascii_alphabetic() => {
+            let m: u64 = match c.to_ascii_uppercase() {
+                'K' => 1 << 10,
+                'M' => 1 << 20,
+                'G' => 1 << 30,
+                'T' => 1 << 40,
+                'B' => 1,
+                _ => return None,
+            };
+            (&s[..i], m)
+        }
+        _ => (s, 1),
+    };
+    num.trim().parse::<u64>().ok()?.checked_mul(mult)
+}

@@ -140,37 +140,6 @@ enum Cmd {
     },
 }
 
-/// `pjc explain`'s line on when the most memory is live and what holds it:
-/// the step, then the largest live buffers (the first six, and how many
-/// more with their bytes).
-fn peak_live_line(plan: &pjc_plan::Plan, mem: &pjc_plan::Memory) -> String {
-    let peak = pjc_fusion::peak_live(plan, mem);
-    let (at, steps) = peak.at;
-    let when = match &peak.step {
-        Some(s) => format!("at step {at} of {steps} ({s})"),
-        None if at == 0 => "before the first step".to_string(),
-        None => "after the last step".to_string(),
-    };
-    let what = |i: usize| {
-        let b = &plan.buffers[i];
-        let kind = match b.kind {
-            pjc_plan::BufferKind::Param(_) => "parameter",
-            pjc_plan::BufferKind::Constant(_) => "constant",
-            pjc_plan::BufferKind::AxisIndices(_) => "axis indices",
-            _ if plan.results.contains(&i) => "result",
-            _ => "temporary",
-        };
-        format!("%{} {} ({kind})", b.name, b.ty)
-    };
-    const SHOWN: usize = 6;
-    let mut parts: Vec<String> = peak.buffers.iter().take(SHOWN).map(|&(i, bytes)| format!("{} {bytes} B", what(i))).collect();
-    if peak.buffers.len() > SHOWN {
-        let rest: u64 = peak.buffers[SHOWN..].iter().map(|b| b.1).sum();
-        parts.push(format!("and {} more ({rest} B)", peak.buffers.len() - SHOWN));
-    }
-    format!("most memory live at once: {} bytes, {when}: {}", peak.bytes, if parts.is_empty() { "nothing".to_string() } else { parts.join(", ") })
-}
-
 /// `--accumulate K [--batch-params a,b]` (compile and explain): the step
 /// turned into a scan over K micro-batches (docs/training.md).
 #[derive(clap::Args, Clone, Default)]
@@ -362,7 +331,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                         count(|s| matches!(s, pjc_plan::Step::Collective { .. })),
                     );
                     println!("peak memory per device: {} bytes (parameters, results and live temporaries)", mem.peak);
-                    println!("{}", peak_live_line(plan, &mem));
+                    println!("{}", mem.fullest.line(plan));
                     print!("{}", ratio::explain_ratio(plan, &c.module.mesh_or_single(), &machine, device));
                 }
                 Err(Failure::Program(e) | Failure::Env(e)) => println!("\nkernel plan: not available: {}", e.trim_end()),

@@ -106,7 +106,7 @@ fn cuda_backend_matches_the_reference() {
     if let Some(r) = reason {
         // No GPU: construction must fail cleanly.
         let ptx = ptx.unwrap_or_else(|_| pjc_codegen::PtxModule { arch: "sm_90".into(), ptx: String::new(), kernels: vec![] });
-        match CudaBackend::new(plan, &ptx, &world, &mesh, &pjc_plan::GroupTable::for_plan(plan, &mesh).unwrap()) {
+        match CudaBackend::new(plan, &pjc_fusion::plan_memory(plan, &[]), &ptx, &world, &mesh, &pjc_plan::GroupTable::for_plan(plan, &mesh).unwrap()) {
             Err(RuntimeError::Env(msg)) => assert!(msg.contains("CUDA"), "{msg}"),
             Err(e) => panic!("unexpected error: {e:?}"),
             Ok(_) => panic!("a CUDA backend without a GPU"),
@@ -118,7 +118,7 @@ fn cuda_backend_matches_the_reference() {
     let ptx = ptx.unwrap();
     let want = pjc_plan::exec::execute(plan, &args, &mut pjc_plan::exec::SingleDevice).unwrap();
 
-    let mut be = CudaBackend::new(plan, &ptx, &world, &mesh, &pjc_plan::GroupTable::for_plan(plan, &mesh).unwrap()).unwrap();
+    let mut be = CudaBackend::new(plan, &pjc_fusion::plan_memory(plan, &[]), &ptx, &world, &mesh, &pjc_plan::GroupTable::for_plan(plan, &mesh).unwrap()).unwrap();
     for (i, t) in args.iter().enumerate() {
         be.set_param(i, t).unwrap();
     }
@@ -212,7 +212,7 @@ fn cuda_backend_runs_control_flow() {
     let args = inputs(plan);
     if let Err(r) = probe() {
         let ptx = ptx.unwrap_or_else(|_| pjc_codegen::PtxModule { arch: "sm_90".into(), ptx: String::new(), kernels: vec![] });
-        match CudaBackend::new(plan, &ptx, &world, &mesh, &[]) {
+        match CudaBackend::new(plan, &pjc_fusion::plan_memory(plan, &[]), &ptx, &world, &mesh, &[]) {
             Err(RuntimeError::Env(msg)) => assert!(msg.contains("CUDA"), "{msg}"),
             Err(e) => panic!("unexpected error: {e:?}"),
             Ok(_) => panic!("a CUDA backend without a GPU"),
@@ -221,7 +221,7 @@ fn cuda_backend_runs_control_flow() {
         return;
     }
     let want = pjc_plan::exec::execute(plan, &args, &mut pjc_plan::exec::SingleDevice).unwrap();
-    let mut be = CudaBackend::new(plan, &ptx.unwrap(), &world, &mesh, &[]).unwrap();
+    let mut be = CudaBackend::new(plan, &pjc_fusion::plan_memory(plan, &[]), &ptx.unwrap(), &world, &mesh, &[]).unwrap();
     for (i, t) in args.iter().enumerate() {
         be.set_param(i, t).unwrap();
     }

@@ -835,6 +835,45 @@ fn a_program_too_large_for_memory_is_one_error_line() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `--memory-limit`: an executable whose buffer plan needs more than the
+/// limit refuses to start, with the plan's report (its peak, and what is live
+/// then, as `pjc explain` says it); within the limit it runs.
+#[test]
+fn a_memory_limit_below_the_plan_refuses_to_start_with_the_report() {
+    let dir = scratch();
+    // %big (f32[256,256], 256 KiB) is live while the product reads it.
+    let src = "func @main(%x: f32[256], %w: f32[256,8]) -> (s: f32[256,8]) {\n  %b = broadcast %x {dims=[1]} : f32[256,256]\n  %big = exp %b\n  %s = dot_general %big, %w {lhs_contract=[1], rhs_contract=[0]} : f32[256,8]\n  return %s\n}\n";
+    pjc_tensor::write_npy(&dir.join("x.npy"), &Tensor::new(vec![256], Buf::F32(vec![0.5; 256]))).unwrap();
+    pjc_tensor::write_npy(&dir.join("w.npy"), &Tensor::new(vec![256, 8], Buf::F32(vec![0.25; 2048]))).unwrap();
+    let exe = compile(&dir, "limited", src, None).unwrap();
+    let mut args = vec!["--device".to_string(), "cpu".into()];
+    for n in ["x", "w"] {
+        args.extend(["--input".to_string(), format!("{n}={}", dir.join(format!("{n}.npy")).display())]);
+    }
+    let with = |limit: &str| {
+        let mut a = args.clone();
+        a.extend(["--memory-limit".to_string(), limit.to_string(), "--output".into(), dir.join(format!("out-{limit}.safetensors")).display().to_string()]);
+        launch_exe(None, &exe, &a)
+    };
+    let o = with("100K");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    let l = lines[0];
+    assert!(l.starts_with("error: not enough memory: the program's buffers need ") && l.contains("more than --memory-limit 102400"), "{err}");
+    assert!(l.contains("most memory live at once: ") && l.contains("%big f32[256,256] (temporary) 262144 B"), "{err}");
+    assert!(!dir.join("out-100K.safetensors").exists(), "nothing written");
+    let o = with("1M");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(dir.join("out-1M.safetensors").exists());
+    let o = with("lots");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("'lots' is not a size"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Without libdevice, `pjc compile` builds CPU code only by default and the
 /// executable says why; `--target all` asks for PTX anyway, which kernels
 /// without math functions get and kernels calling them cannot (exit 2);

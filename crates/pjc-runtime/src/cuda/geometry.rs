@@ -95,6 +95,35 @@ pub fn window_offset(pos: u64, len: usize, total: usize) -> Option<u64> {
     (off.checked_add(len as u64)? <= total as u64).then_some(off)
 }
 
+/// Copies `(src, dst, bytes)` that must act as one parallel assignment
+/// (every source read before any destination is written: results into
+/// their parameters between steps, a loop's carried buffers back to their
+/// planned places in the arena): per move, `Some(offset)` when its source
+/// overlaps a move's destination (another's, or partly its own), so it is first staged at that
+/// offset of a scratch buffer, and the scratch bytes needed (256-aligned
+/// pieces). A move onto itself is no copy at all (`None`, skipped by the
+/// caller).
+pub fn staging(moves: &[(u64, u64, usize)]) -> (Vec<Option<usize>>, usize) {
+    let overlaps = |a: u64, an: usize, b: u64, bn: usize| an > 0 && bn > 0 && a < b + bn as u64 && b < a + an as u64;
+    let mut total = 0usize;
+    let staged = moves
+        .iter()
+        .map(|&(s, d, n)| {
+            if s == d {
+                return None;
+            }
+            // Another move's destination, or its own (a partial overlap).
+            let hit = moves.iter().any(|&(s2, d2, n2)| s2 != d2 && overlaps(s, n, d2, n2));
+            hit.then(|| {
+                let at = total;
+                total += n.next_multiple_of(256);
+                at
+            })
+        })
+        .collect();
+    (staged, total)
+}
+
 #[cfg(test)]
 pub fn apply(plan: &[Copy2D], src: &[u8], dst: &mut [u8]) {
     for c in plan {
@@ -177,5 +206,46 @@ mod tests {
         assert_eq!(window_offset(4, 64, 320), Some(256));
         assert_eq!(window_offset(5, 64, 320), None);
         assert_eq!(window_offset(u64::MAX, 64, 320), None);
+    }
+
+    /// Staged moves act as a parallel assignment on one memory: a swapped
+    /// pair moved back, a chain, a move onto itself, disjoint moves.
+    #[test]
+    fn staged_moves_are_a_parallel_assignment() {
+        let cases: &[&[(u64, u64, usize)]] = &[
+            &[(0, 64, 64), (64, 0, 64)],
+            &[(0, 64, 32), (64, 128, 32), (128, 0, 32)],
+            &[(0, 0, 64), (64, 128, 64)],
+            &[(0, 256, 16), (32, 300, 16)],
+            &[(0, 8, 16), (100, 0, 8)],
+        ];
+        for &moves in cases {
+            let mem: Vec<u8> = (0..512).map(|i| (i * 13 % 251) as u8).collect();
+            let mut want = mem.clone();
+            for &(s, d, n) in moves {
+                want[d as usize..d as usize + n].copy_from_slice(&mem[s as usize..s as usize + n]);
+            }
+            let (staged, total) = staging(moves);
+            let mut got = mem.clone();
+            let mut scratch = vec![0u8; total];
+            for (&(s, _, n), st) in moves.iter().zip(&staged) {
+                if let Some(at) = st {
+                    scratch[*at..at + n].copy_from_slice(&got[s as usize..s as usize + n]);
+                }
+            }
+            for (&(s, d, n), st) in moves.iter().zip(&staged) {
+                if s == d {
+                    continue;
+                }
+                let from: Vec<u8> = match st {
+                    Some(at) => scratch[*at..at + n].to_vec(),
+                    None => got[s as usize..s as usize + n].to_vec(),
+                };
+                got[d as usize..d as usize + n].copy_from_slice(&from);
+            }
+            assert_eq!(got, want, "{moves:?}");
+        }
+        assert_eq!(staging(&[(0, 0, 64)]), (vec![None], 0));
+        assert_eq!(staging(&[(0, 64, 64), (64, 0, 64)]).1, 512);
     }
 }

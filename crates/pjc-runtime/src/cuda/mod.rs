@@ -37,7 +37,7 @@ use crate::world::World;
 use crate::RuntimeError;
 use cudarc::cublas::{self, CudaBlas};
 use cudarc::driver::{result, sys, CudaContext, CudaStream};
-use pjc_plan::{BufferKind, Plan, Step};
+use pjc_plan::{BufferKind, Memory, Plan, Step};
 use pjc_plan::{GroupTable, PtxModule};
 use pjc_host::device::{Cublas, GemmArgs, Operand};
 use pjc_ir::{DType, Mesh};
@@ -195,7 +195,13 @@ pub struct CudaBackend {
     plan: Plan,
     ordinal: usize,
     steps: Vec<Exec>,
+    /// Every buffer's device memory now: a place in `arena` (a loop's
+    /// carried buffers swap places while it runs), or a window.
     bufs: Vec<DevMem>,
+    /// The buffer plan's arena (one allocation of its peak) and every
+    /// buffer's planned place in it.
+    arena: Option<DevMem>,
+    planned: Vec<sys::CUdeviceptr>,
     scratch: [Option<DevMem>; 2],
     carry_scratch: Option<DevMem>,
     groups: Vec<Group>,
@@ -220,9 +226,9 @@ impl CudaBackend {
     /// (every rank calls it for the same plan): the ranks agree that their
     /// local set-up succeeded before building communicators, so one rank's
     /// failure is every rank's error rather than a hang.
-    pub fn new(plan: &Plan, ptx: &PtxModule, world: &World, mesh: &Mesh, tables: &[GroupTable]) -> Result<CudaBackend, RuntimeError> {
+    pub fn new(plan: &Plan, memory: &Memory, ptx: &PtxModule, world: &World, mesh: &Mesh, tables: &[GroupTable]) -> Result<CudaBackend, RuntimeError> {
         world.check_device_count(mesh)?;
-        let local = CudaBackend::local(plan, ptx, world, mesh, tables);
+        let local = CudaBackend::local(plan, memory, ptx, world, mesh, tables);
         // Agree before the collective part.
         let codes = world.all_codes(match &local {
             Ok(_) => 0,
@@ -237,7 +243,7 @@ impl CudaBackend {
     }
 
     /// The per-process part of [`CudaBackend::new`].
-    fn local(plan: &Plan, ptx: &PtxModule, world: &World, mesh: &Mesh, tables: &[GroupTable]) -> Result<CudaBackend, RuntimeError> {
+    fn local(plan: &Plan, memory: &Memory, ptx: &PtxModule, world: &World, mesh: &Mesh, tables: &[GroupTable]) -> Result<CudaBackend, RuntimeError> {
         let count = probe().map_err(|e| RuntimeError::Env(format!("the CUDA backend cannot run: {e}")))?;
         let ordinal = local_rank(world) % count;
         let (ctx, stream) = guarded("creating the CUDA context", || {
@@ -252,6 +258,8 @@ impl CudaBackend {
             ordinal,
             steps: vec![],
             bufs: vec![],
+            arena: None,
+            planned: vec![],
             scratch: [None, None],
             carry_scratch: None,
             groups: vec![],
@@ -266,7 +274,7 @@ impl CudaBackend {
             ctx,
         };
         be.load_module(ptx)?;
-        be.alloc_buffers()?;
+        be.alloc_buffers(memory)?;
         be.prepare_steps(ptx, world)?;
         Ok(be)
     }
@@ -303,15 +311,36 @@ impl CudaBackend {
         Ok(DevMem { ptr, bytes, owned: true })
     }
 
-    fn alloc_buffers(&mut self) -> Result<(), RuntimeError> {
-        for b in &self.plan.buffers {
+    /// Allocates the buffer plan's arena (refused with the plan's report
+    /// when the GPU has not that much free) and places every buffer at its
+    /// planned offset; uploads constants and axis indices.
+    fn alloc_buffers(&mut self, memory: &Memory) -> Result<(), RuntimeError> {
+        if memory.offsets.len() != self.plan.buffers.len() {
+            return Err(RuntimeError::Internal(format!("a buffer plan of {} buffers for a plan of {}", memory.offsets.len(), self.plan.buffers.len())));
+        }
+        let peak = usize::try_from(memory.peak).map_err(|_| RuntimeError::Env(format!("not enough GPU memory: the program's buffers need {} bytes", memory.peak)))?;
+        let refuse = |has: String| RuntimeError::Env(format!("not enough GPU memory: the program's buffers need {peak} bytes on GPU {}, {has}: {}", self.ordinal, crate::memory::report(&self.plan, memory)));
+        if let Ok((free, _)) = result::mem_get_info() {
+            if peak > free {
+                return Err(refuse(format!("which has {free} bytes free")));
+            }
+        }
+        let arena = CudaBackend::alloc(peak).map_err(|e| refuse(e.to_string()))?;
+        for (i, b) in self.plan.buffers.iter().enumerate() {
+            let bytes = b.bytes() as usize;
             if let BufferKind::Window { .. } = b.kind {
-                self.bufs.push(DevMem { ptr: 0, bytes: b.bytes() as usize, owned: false });
+                self.bufs.push(DevMem { ptr: 0, bytes, owned: false });
                 continue;
             }
-            let m = CudaBackend::alloc(b.bytes() as usize).map_err(|e| RuntimeError::Env(format!("not enough GPU memory for buffer %{} ({}): {e}", b.name, b.ty)))?;
-            self.bufs.push(m);
+            let off = memory.offsets[i] as usize;
+            if off.checked_add(bytes).is_none_or(|e| e > peak.max(1)) {
+                CudaBackend::free(arena);
+                return Err(RuntimeError::Internal(format!("buffer %{} at {off} (+{bytes} bytes) lies outside the {peak} bytes of the buffer plan", b.name)));
+            }
+            self.bufs.push(DevMem { ptr: arena.ptr + off as u64, bytes, owned: true });
         }
+        self.planned = self.bufs.iter().map(|m| m.ptr).collect();
+        self.arena = Some(arena);
         for (i, b) in self.plan.buffers.iter().enumerate() {
             match &b.kind {
                 BufferKind::Constant(lit) => {
@@ -572,6 +601,7 @@ impl CudaBackend {
                 let r = pjc_plan::control::run_control(&buffers, c, si, self, RuntimeError::Internal);
                 self.plan.buffers = buffers;
                 r?;
+                self.restore_places()?;
                 si += pjc_plan::control::step_count(step);
                 continue;
             }
@@ -592,6 +622,47 @@ impl CudaBackend {
                 self.traced(name, cat, start, args);
             }
             si += 1;
+        }
+        Ok(())
+    }
+
+    /// Copies `(src, dst, bytes)` on the stream as one parallel assignment:
+    /// sources a destination overlaps are staged in the carry scratch first
+    /// (`geometry::staging`).
+    fn parallel_copy(&mut self, moves: &[(sys::CUdeviceptr, sys::CUdeviceptr, usize)]) -> Result<(), RuntimeError> {
+        let (staged, total) = geometry::staging(moves);
+        if total > self.carry_scratch.as_ref().map_or(0, |m| m.bytes) {
+            if let Some(old) = self.carry_scratch.take() {
+                CudaBackend::free(old);
+            }
+            self.carry_scratch = Some(CudaBackend::alloc(total)?);
+        }
+        let base = self.carry_scratch.as_ref().map_or(0, |m| m.ptr);
+        for (&(s, _, n), st) in moves.iter().zip(&staged) {
+            if let Some(at) = st {
+                self.dtod(base + *at as u64, s, n)?;
+            }
+        }
+        for (&(s, d, n), st) in moves.iter().zip(&staged) {
+            if s != d {
+                self.dtod(d, st.map_or(s, |at| base + at as u64), n)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// After a control step: buffers that swapped places in the arena go
+    /// back, with their bytes, to their planned places (other buffers use a
+    /// dead buffer's planned bytes afterwards), as the CPU runtime does.
+    fn restore_places(&mut self) -> Result<(), RuntimeError> {
+        let moved: Vec<usize> = (0..self.bufs.len()).filter(|&i| self.bufs[i].owned && self.bufs[i].ptr != self.planned[i]).collect();
+        if moved.is_empty() {
+            return Ok(());
+        }
+        let moves: Vec<_> = moved.iter().map(|&i| (self.bufs[i].ptr, self.planned[i], self.bufs[i].bytes)).collect();
+        self.parallel_copy(&moves)?;
+        for i in moved {
+            self.bufs[i].ptr = self.planned[i];
         }
         Ok(())
     }
@@ -659,31 +730,8 @@ impl Backend for CudaBackend {
                 moves.push((src, dst));
             }
         }
-        // A source that some move overwrites is saved first (every result is
-        // read before any parameter is written).
-        let written: Vec<usize> = moves.iter().map(|&(_, d)| d).collect();
-        let mut staged = vec![];
-        let mut total = 0usize;
-        for &(s, _) in &moves {
-            if written.contains(&s) {
-                staged.push((s, total));
-                total += self.bufs[s].bytes.next_multiple_of(256);
-            }
-        }
-        if total > self.carry_scratch.as_ref().map_or(0, |m| m.bytes) {
-            if let Some(old) = self.carry_scratch.take() {
-                CudaBackend::free(old);
-            }
-            self.carry_scratch = Some(CudaBackend::alloc(total)?);
-        }
-        let base = self.carry_scratch.as_ref().map_or(0, |m| m.ptr);
-        for &(s, off) in &staged {
-            self.dtod(base + off as u64, self.bufs[s].ptr, self.bufs[s].bytes)?;
-        }
-        for &(s, d) in &moves {
-            let from = staged.iter().find(|x| x.0 == s).map_or(self.bufs[s].ptr, |&(_, off)| base + off as u64);
-            self.dtod(self.bufs[d].ptr, from, self.bufs[d].bytes)?;
-        }
+        let moves: Vec<(sys::CUdeviceptr, sys::CUdeviceptr, usize)> = moves.iter().map(|&(s, d)| (self.bufs[s].ptr, self.bufs[d].ptr, self.bufs[d].bytes)).collect();
+        self.parallel_copy(&moves)?;
         Ok(())
     }
 }
@@ -738,7 +786,9 @@ impl Drop for CudaBackend {
         collective::destroy(&self.groups, self.nccl);
         self.groups.clear();
         self.blas = None;
-        for m in self.bufs.drain(..).filter(|m| m.owned).chain(self.scratch.iter_mut().filter_map(Option::take)).chain(self.carry_scratch.take()) {
+        // Buffers are places in the arena: only the arena is freed.
+        self.bufs.clear();
+        for m in self.arena.take().into_iter().chain(self.scratch.iter_mut().filter_map(Option::take)).chain(self.carry_scratch.take()) {
             CudaBackend::free(m);
         }
         if let Some(m) = self.module.take() {
