@@ -81,8 +81,10 @@ pub fn write_outputs(path: &Path, named: &[(String, Tensor)]) -> Result<(), Fail
     pjc_tensor::write_outputs(path, named).map_err(env)
 }
 
-pub fn run(file: &Path, entry: &str, input: &[String], inputs: &[PathBuf], output: &Path) -> Result<(), Failure> {
+pub fn run(file: &Path, entry: &str, input: &[String], inputs: &[PathBuf], output: &Path, accumulate: Option<pjc_transforms::Accumulate>) -> Result<(), Failure> {
     let mut c = Compilation::load(file, entry, None)?;
+    // `--accumulate K`: the step's micro-batch form (made in stage expand).
+    c.accumulate = accumulate;
     // The interpreter runs vmap itself (as a loop of calls: an independent
     // check of the compiler's batching) except inside spmd funcs, where the loop
     // cannot run collectives in lockstep; grad needs the compiler's expansion.
@@ -93,7 +95,7 @@ pub fn run(file: &Path, entry: &str, input: &[String], inputs: &[PathBuf], outpu
             _ => false,
         })
     });
-    if needs_expansion {
+    if needs_expansion || c.accumulate.is_some() {
         c.run_to(Stage::Expand)?;
     }
     let (m, id): (Module, _) = (c.module, c.entry);

@@ -137,6 +137,8 @@ enum Cmd {
         /// Entry function (default: main).
         #[arg(long, default_value = "main")]
         entry: String,
+        #[command(flatten)]
+        acc: AccumulateArgs,
     },
 }
 
@@ -342,7 +344,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             print!("{}{}", pjc_runtime::devices::describe_machine(), exe::gpu_code_status());
             Ok(())
         }
-        Cmd::Eval { file, input, inputs, output, entry } => eval::run(&file, &entry, &input, &inputs, &output),
+        Cmd::Eval { file, input, inputs, output, entry, acc } => eval::run(&file, &entry, &input, &inputs, &output, acc.get()?),
     }
 }
 

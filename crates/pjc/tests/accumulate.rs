@@ -1,7 +1,8 @@
 //! `pjc compile --accumulate K` end to end: executables under real `mpirun`
 //! compute the full-batch step (K = 1, 2, 4, on 4 and 2 processes), run one
 //! all-reduce per step however many micro-batches there are (counted in the
-//! `--trace` output), and `pjc explain`'s peak memory falls with K.
+//! `--trace` output), `pjc eval --accumulate K` agrees, and `pjc explain`'s
+//! peak memory falls with K.
 
 use pjc_tensor::compare::{close, Tolerance};
 use pjc_tensor::{Buf, Tensor};
@@ -131,6 +132,30 @@ fn one_all_reduce_per_step_whatever_the_micro_batch_count() {
         let count = |cat: &str| events.iter().filter(|e| e["pid"].as_u64() == Some(rank) && e["ph"] == "X" && e["cat"] == cat).count();
         assert_eq!(count("step"), 3, "rank {rank}");
         assert_eq!(count("collective"), 3, "rank {rank}: one all-reduce per step, not one per micro-batch");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn pjc_eval_takes_accumulate_too() {
+    let dir = scratch();
+    let input = inputs(&dir);
+    let eval = |k: Option<&str>| {
+        let out = dir.join(format!("eval-{}.safetensors", k.unwrap_or("full")));
+        let mut args = vec!["eval", "tests/accumulate/mlp_dp.pir", "--inputs", input.to_str().unwrap(), "--output", out.to_str().unwrap()];
+        if let Some(k) = k {
+            args.extend(["--accumulate", k]);
+        }
+        let o = pjc(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        pjc_tensor::read_safetensors(&out).unwrap()
+    };
+    let full = eval(None);
+    for k in ["2", "4"] {
+        for ((n, w), (m, g)) in full.iter().zip(&eval(Some(k))) {
+            assert_eq!(n, m);
+            close(w, g, Tolerance::spec(pjc_ir::DType::F32)).unwrap_or_else(|e| panic!("K={k}, {n}: {e}"));
+        }
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
