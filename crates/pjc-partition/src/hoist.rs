@@ -184,9 +184,9 @@ fn find(m: &Module) -> Option<Found> {
         }
         for &i in &f.body {
             let d = &f.insts[i];
-            let (body, cond, carries) = match d.op {
-                Opcode::Scan => (d.callees.first()?, None, d.attr("carries").and_then(AttrValue::as_int).unwrap_or(0).max(0) as usize),
-                Opcode::While => (d.callees.get(1)?, d.callees.first(), d.operands.len()),
+            let (body, cond, carries) = match (d.op, d.callees.as_slice()) {
+                (Opcode::Scan, [b]) => (b, None, d.attr("carries").and_then(AttrValue::as_int).unwrap_or(0).max(0) as usize),
+                (Opcode::While, [c, b]) => (b, Some(c), d.operands.len()),
                 _ => continue,
             };
             let Some(b) = m.func_by_name(body).map(|id| &m.funcs[id]).filter(|b| b.kind == FuncKind::Spmd) else { continue };
