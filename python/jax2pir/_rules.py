@@ -282,17 +282,17 @@ def _reduce_precision(b, eqn, ins):
     return b.convert(b.convert(x, narrow), x.dtype)
 
 
-@rule("stop_gradient", "copy", "copy_p", "pvary", "reshard", "optimization_barrier",
-      "device_put", "name", "random_clone")
+@rule("stop_gradient", "copy", "copy_p", "pvary", "reshard", "device_put", "name",
+      "random_clone")
 def _identity(b, eqn, ins):
     # stop_gradient only matters to differentiation, which JAX has already done; the
-    # others are layout or scheduling hints with no meaning in PIR (random_clone only
-    # marks a key as reusable).
+    # others are layout or placement hints with no meaning in PIR (random_clone only
+    # marks a key as reusable). optimization_barrier is in _remat.py.
     return list(ins)
 
 
-key_ok("stop_gradient", "copy", "copy_p", "pvary", "reshard", "optimization_barrier",
-       "device_put", "name", "random_clone")
+key_ok("stop_gradient", "copy", "copy_p", "pvary", "reshard", "device_put", "name",
+       "random_clone")
 
 
 @rule("empty", "empty2")
@@ -679,11 +679,11 @@ def _cumulative_scan(b, eqn, ins):
     return _prefix_scan(b, ins[0], axis, reverse, combine, identity)
 
 
-# ---- calls: inlined ----------------------------------------------------------------
+# ---- calls: inlined (remat and optimization_barrier: _remat.py) --------------------
 
 
-@rule("jit", "pjit", "closed_call", "core_call", "remat", "checkpoint", "custom_jvp_call",
-      "custom_vjp_call", "custom_vjp_call_jaxpr", "remat2")
+@rule("jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
+      "custom_vjp_call_jaxpr")
 def _call(b, eqn, ins):
     p = eqn.params
     for key in ("jaxpr", "call_jaxpr", "fun_jaxpr"):
@@ -697,11 +697,11 @@ def _call(b, eqn, ins):
     return b.inline(sub, ins[len(ins) - n_in:])
 
 
-key_ok("jit", "pjit", "closed_call", "core_call", "remat", "checkpoint", "custom_jvp_call",
-       "custom_vjp_call", "custom_vjp_call_jaxpr", "remat2")
+key_ok("jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
+       "custom_vjp_call_jaxpr")
 
 
 # ---- shard_map and collectives ------------------------------------------------------
-from . import _control, _gather, _random, _sort, _spmd  # noqa: E402,F401  (they register their rules)
+from . import _control, _gather, _random, _remat, _sort, _spmd  # noqa: E402,F401  (they register their rules)
 
 _ = (UnsupportedError, Val)
