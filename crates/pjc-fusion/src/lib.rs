@@ -7,6 +7,7 @@
 pub mod memcheck;
 pub mod memory;
 pub mod plan;
+pub mod schedule;
 
 pub use memcheck::check_memory;
 pub use memory::{peak_live, plan_memory};

@@ -151,9 +151,26 @@ impl Abstract<'_> {
 
     fn steps(&mut self, steps: &[Step], first: usize, run: usize) -> Result<(), String> {
         let mut si = first;
-        for s in steps {
+        for (j, s) in steps.iter().enumerate() {
+            self.dones(steps, j, run)?;
             self.one(s, si, run)?;
             si += pjc_plan::control::step_count(s);
+        }
+        self.dones(steps, steps.len(), run)
+    }
+
+    /// The dones of `steps`' asynchronous collectives before step `j`: the
+    /// input must still be intact, and the output, written while in flight,
+    /// must not have been overwritten.
+    fn dones(&mut self, steps: &[Step], j: usize, run: usize) -> Result<(), String> {
+        for s in steps {
+            if let Step::Collective { inst, input, output, done: Some(d) } = s {
+                if *d == j {
+                    self.step = format!("the done of {} -> b{output} (before step {j} of its list) of run {}", inst.op, run + 1);
+                    self.read(*input)?;
+                    self.read(*output)?;
+                }
+            }
         }
         Ok(())
     }

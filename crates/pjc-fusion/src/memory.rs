@@ -53,7 +53,19 @@ fn step_io(s: &Step) -> (Vec<usize>, Vec<usize>) {
 /// memory.
 fn events<'p>(steps: &'p [Step], buffers: &[pjc_plan::Buffer]) -> Vec<(Vec<usize>, Vec<usize>, Option<&'p Step>)> {
     let mut out = vec![];
-    for s in steps {
+    // An asynchronous collective's done: its input and output stay live
+    // until then (read there).
+    let dones = |out: &mut Vec<(Vec<usize>, Vec<usize>, Option<&'p Step>)>, j: usize| {
+        for s in steps {
+            if let Step::Collective { input, output, done: Some(d), .. } = s {
+                if *d == j {
+                    out.push((vec![*input, *output], vec![], Some(s)));
+                }
+            }
+        }
+    };
+    for (j, s) in steps.iter().enumerate() {
+        dones(&mut out, j);
         match s {
             Step::Control(c) => {
                 // The whole buffers the step's windows view live through the
@@ -81,6 +93,7 @@ fn events<'p>(steps: &'p [Step], buffers: &[pjc_plan::Buffer]) -> Vec<(Vec<usize
             }
         }
     }
+    dones(&mut out, steps.len());
     out
 }
 

@@ -71,8 +71,9 @@ pub const MAX_FUSION_DEPTH: usize = 256;
 /// arena offsets and the peak are u64, and loop extents and strides are derived
 /// from the shapes.
 pub fn plan(f: &Function) -> Result<Plan, Unplannable> {
-    let plan = plan_function(f)?;
+    let mut plan = plan_function(f)?;
     reject_unresolved(f, &plan)?;
+    crate::schedule::schedule(&mut plan);
     Ok(plan)
 }
 
@@ -199,7 +200,7 @@ pub(crate) fn plan_function(f: &Function) -> Result<Plan, Unplannable> {
             Fusion::Collective => {
                 let input = p.buffer_of[&inst.operands[0]];
                 let output = p.new_buffer(v, BufferKind::Temp);
-                p.steps.push(Step::Collective { inst: inst.detached(), input, output });
+                p.steps.push(Step::Collective { inst: inst.detached(), input, output, done: None });
             }
             Fusion::Library => {
                 // Products read their operands in place: one that GEMM cannot

@@ -359,6 +359,31 @@ pub trait StepHooks {
     fn collective(&mut self, inst: &InstData, input: &[u8], in_ty: &TensorType, out_ty: &TensorType) -> Result<Vec<u8>, HostError>;
     /// This device's coordinate along mesh axis `axis`.
     fn axis_index(&self, axis: &str) -> Result<i64, HostError>;
+    /// Starts collective `inst` on the `in_len` bytes at `input`, to write
+    /// its `out_len` result bytes at `output` by the time [`finish`] of the
+    /// returned ticket returns (a start/done pair of the plan). The default
+    /// runs it now.
+    ///
+    /// # Safety
+    /// Both ranges are valid, and the caller neither writes the input nor
+    /// touches the output until `finish(ticket)` has returned.
+    ///
+    /// [`finish`]: StepHooks::finish
+    unsafe fn start(&mut self, inst: &InstData, input: *const u8, in_len: usize, in_ty: &TensorType, out_ty: &TensorType, output: *mut u8, out_len: usize) -> Result<u64, HostError> {
+        // SAFETY: the caller's contract.
+        let out = self.collective(inst, unsafe { std::slice::from_raw_parts(input, in_len) }, in_ty, out_ty)?;
+        if out.len() != out_len {
+            return Err(HostError::Runtime(format!("collective '{}' gave {} bytes for a {out_ty} buffer", inst.op, out.len())));
+        }
+        // SAFETY: the caller's contract.
+        unsafe { std::ptr::copy_nonoverlapping(out.as_ptr(), output, out_len) };
+        Ok(0)
+    }
+    /// Waits for the collective of `ticket` ([`StepHooks::start`]); returns
+    /// when it ran (start, duration), where it ran apart from the step loop.
+    fn finish(&mut self, _ticket: u64) -> Result<Option<(std::time::Instant, std::time::Duration)>, HostError> {
+        Ok(None)
+    }
 }
 
 /// One device alone: every group has one member, so a collective is a copy
@@ -425,6 +450,9 @@ pub struct StepEvent {
     pub dur: std::time::Duration,
     /// Bytes a collective sends from this device (its input), else 0.
     pub bytes: u64,
+    /// 0: the step loop's thread; 1: the thread that runs asynchronous
+    /// collectives (while the loop goes on).
+    pub track: u32,
 }
 
 /// Runs every step of `plan` on `bufs`: the kernel numbered `n` in the
@@ -443,6 +471,17 @@ pub fn run_steps(
     run.steps(&plan.steps, 0)
 }
 
+/// A started collective: where it completes (before step `done` of its
+/// list), its ticket, its step's place in the list, and when and how long
+/// its start ran.
+struct Pending {
+    done: usize,
+    ticket: u64,
+    at: usize,
+    began: std::time::Instant,
+    took: std::time::Duration,
+}
+
 /// The step loop's state while a plan runs.
 struct HostRun<'a> {
     plan: &'a Plan,
@@ -454,12 +493,54 @@ struct HostRun<'a> {
 }
 
 impl HostRun<'_> {
-    /// Runs `steps`, the first numbered `first`.
+    /// Runs `steps`, the first numbered `first`: an asynchronous collective
+    /// (`done: Some(j)`) is started and finished before step `j` (or at the
+    /// end of the list).
     fn steps(&mut self, steps: &[Step], first: usize) -> Result<(), HostError> {
         let mut si = first;
-        for step in steps {
-            self.step(step, si)?;
+        let mut pending: Vec<Pending> = vec![];
+        for (j, step) in steps.iter().enumerate() {
+            self.dones(steps, &mut pending, j)?;
+            match step {
+                Step::Collective { inst, input, output, done: Some(d) } => {
+                    let (plan, bufs) = (self.plan, &mut *self.bufs);
+                    let (in_ty, out_ty) = (&plan.buffers[*input].ty, &plan.buffers[*output].ty);
+                    let (inp, in_len) = (bufs.ptr(*input) as *const u8, bufs.bytes(*input).len());
+                    let (out, out_len) = (bufs.ptr(*output), bufs.bytes(*output).len());
+                    // SAFETY: both buffers are live until the done before step
+                    // `d` (the buffer plan keeps them), and no step before it
+                    // writes the input or touches the output (the scheduler's
+                    // guarantee), nor moves them (they are no loop's carries here).
+                    let began = std::time::Instant::now();
+                    let ticket = unsafe { self.hooks.start(inst, inp, in_len, in_ty, out_ty, out, out_len)? };
+                    pending.push(Pending { done: *d, ticket, at: j, began, took: began.elapsed() });
+                }
+                _ => self.step(step, si)?,
+            }
             si += pjc_plan::control::step_count(step);
+        }
+        self.dones(steps, &mut pending, steps.len())
+    }
+
+    /// Finishes the pending collectives due before step `j`; traces each
+    /// where it ran (its own track when it ran beside the loop) and the
+    /// loop's wait for it.
+    fn dones(&mut self, steps: &[Step], pending: &mut Vec<Pending>, j: usize) -> Result<(), HostError> {
+        while let Some(k) = pending.iter().position(|p| p.done == j) {
+            let p = pending.remove(k);
+            let wait = std::time::Instant::now();
+            let ran = self.hooks.finish(p.ticket)?;
+            if let (Some(t), Step::Collective { inst, input, .. }) = (self.trace.as_deref_mut(), &steps[p.at]) {
+                let bytes = self.plan.buffers[*input].bytes();
+                match ran {
+                    Some((start, dur)) => {
+                        t.push(StepEvent { name: inst.op.to_string(), kind: "collective", start, dur, bytes, track: 1 });
+                        t.push(StepEvent { name: format!("wait for {}", inst.op), kind: "wait", start: wait, dur: wait.elapsed(), bytes: 0, track: 0 });
+                    }
+                    // It ran inside `start`, blocking the loop.
+                    None => t.push(StepEvent { name: inst.op.to_string(), kind: "collective", start: p.began, dur: p.took, bytes, track: 0 }),
+                }
+            }
         }
         Ok(())
     }
@@ -489,7 +570,7 @@ impl HostRun<'_> {
                     bufs.write(b, &pjc_tensor::buf_le_bytes(&out.data))?;
                 }
             }
-            Step::Collective { inst, input, output } => {
+            Step::Collective { inst, input, output, .. } => {
                 let (in_ty, out_ty) = (&plan.buffers[*input].ty, &plan.buffers[*output].ty);
                 let out = self.hooks.collective(inst, bufs.bytes(*input), in_ty, out_ty)?;
                 bufs.write(*output, &out).map_err(|_| HostError::Runtime(format!("collective '{}' gave {} bytes for a {out_ty} buffer", inst.op, out.len())))?;
@@ -509,7 +590,7 @@ impl HostRun<'_> {
                 Step::Collective { inst, input, .. } => (inst.op.to_string(), "collective", plan.buffers[*input].bytes()),
                 Step::Control(c) => (control_name(c).to_string(), "control", 0),
             };
-            t.push(StepEvent { name, kind, start, dur: start.elapsed(), bytes });
+            t.push(StepEvent { name, kind, start, dur: start.elapsed(), bytes, track: 0 });
         }
         Ok(())
     }

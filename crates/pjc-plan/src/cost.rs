@@ -144,7 +144,7 @@ pub fn step_cost(buffers: &[Buffer], step: &Step, mesh: &Mesh, m: &Machine) -> C
             let tys = |bs: &[usize]| bs.iter().map(|&b| &buffers[b].ty).collect::<Vec<_>>();
             Cost::of_work(library_work(inst, &tys(inputs), &tys(outputs)), m)
         }
-        Step::Collective { inst, input, output } => {
+        Step::Collective { inst, input, output, .. } => {
             let Some(kind) = inst.op.collective() else { return Cost::default() };
             let axes = inst.attr("axes").and_then(|a| a.as_idents()).unwrap_or_default();
             let n = mesh.group_size(axes.iter().map(String::as_str));
@@ -303,7 +303,7 @@ mod tests {
 
     fn all_reduce(input: usize, output: usize, axes: &[&str]) -> Step {
         let axes = AttrValue::List(axes.iter().map(|a| AttrValue::Ident(a.to_string())).collect());
-        Step::Collective { inst: inst(Opcode::AllReduce, vec![("axes", axes), ("kind", AttrValue::Ident("sum".into()))]), input, output }
+        Step::Collective { inst: inst(Opcode::AllReduce, vec![("axes", axes), ("kind", AttrValue::Ident("sum".into()))]), input, output, done: None }
     }
 
     fn block(steps: Vec<Step>) -> Block {

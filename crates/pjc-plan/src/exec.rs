@@ -92,7 +92,7 @@ impl Executor<'_> {
                         self.bufs[b] = Some(out);
                     }
                 }
-                Step::Collective { inst, input, output } => {
+                Step::Collective { inst, input, output, .. } => {
                     let x = self.get(*input)?;
                     self.bufs[*output] = Some(self.coll.run(inst, &x, &plan.buffers[*output].ty)?);
                 }

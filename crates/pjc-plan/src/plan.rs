@@ -56,8 +56,14 @@ pub enum Step {
     /// their own (sort's ranks) that the buffer plan gives this step. Empty
     /// for an op without one.
     Library { inst: InstData, inputs: Vec<usize>, outputs: Vec<usize>, device: Vec<Kernel> },
-    /// A collective (runtime call).
-    Collective { inst: InstData, input: usize, output: usize },
+    /// A collective (runtime call). `done` None: it completes before the
+    /// next step (blocking). `Some(j)`: it *starts* here and completes before
+    /// step `j` of the same step list (`j` = the list's length: at its end) —
+    /// a start/done pair; the steps between neither read its output nor write
+    /// its input or output, so they may run while it is in flight
+    /// (`pjc_fusion::schedule` decides; the buffer plan keeps both buffers
+    /// live until the done).
+    Collective { inst: InstData, input: usize, output: usize, done: Option<usize> },
     /// `while`, `scan` or `switch`: blocks of steps run in a loop or by an
     /// index (`crate::control`).
     Control(Control),
@@ -133,7 +139,20 @@ impl fmt::Display for Plan {
 /// The steps' lines of `--emit plan`, each after `pad`.
 fn write_steps(f: &mut fmt::Formatter<'_>, steps: &[Step], pad: &str) -> fmt::Result {
     {
-        for s in steps {
+        // Where an asynchronous collective completes: a `done` line before the
+        // step that needs it (or at the end of the list).
+        let dones = |f: &mut fmt::Formatter<'_>, j: usize| -> fmt::Result {
+            for s in steps {
+                if let Step::Collective { inst, output, done: Some(d), .. } = s {
+                    if *d == j {
+                        writeln!(f, "{pad}done {} -> (b{output})", inst.op)?;
+                    }
+                }
+            }
+            Ok(())
+        };
+        for (j, s) in steps.iter().enumerate() {
+            dones(f, j)?;
             match s {
                 Step::Control(c) => write_control(f, c, pad, &write_steps)?,
                 Step::Kernel(k) => writeln!(f, "{pad}{k}")?,
@@ -148,16 +167,18 @@ fn write_steps(f: &mut fmt::Formatter<'_>, steps: &[Step], pad: &str) -> fmt::Re
                     let attrs = if attrs.is_empty() { String::new() } else { format!(" {{{}}}", attrs.join(", ")) };
                     writeln!(f, "{pad}library {}{attrs} ({}) -> ({}){dev}", inst.op, bufs(inputs), bufs(outputs))?
                 }
-                Step::Collective { inst, input, output } => {
+                Step::Collective { inst, input, output, done } => {
                     let attrs: Vec<String> = inst
                         .attrs
                         .iter()
                         .map(|a| format!("{}={}", a.name, attr_text(&a.value)))
                         .collect();
-                    writeln!(f, "{pad}collective {} {{{}}} (b{input}) -> (b{output})", inst.op, attrs.join(", "))?
+                    let what = if done.is_some() { "collective start" } else { "collective" };
+                    writeln!(f, "{pad}{what} {} {{{}}} (b{input}) -> (b{output})", inst.op, attrs.join(", "))?
                 }
             }
         }
+        dones(f, steps.len())?;
         Ok(())
     }
 }

@@ -20,6 +20,14 @@
 //! are shared with `MPI_Allgather`. The result is bitwise the same run to run,
 //! for any process placement, and bitwise equal to `pjc eval`'s collectives.
 //! The traffic is that of a ring all-reduce (reduce-scatter + all-gather).
+//!
+//! **Overlap.** A collective the plan starts asynchronously (a start/done
+//! pair, `pjc_fusion::schedule`) runs on this rank's collectives thread while
+//! the step loop goes on; the loop waits for it at its done. Once that thread
+//! exists every collective of the rank runs on it, in the plan's order, so
+//! MPI is called by one thread at a time (MPI_THREAD_SERIALIZED) and the
+//! ranks issue their collectives in the same order. Without that thread level
+//! (or with `PJC_ASYNC_COLLECTIVES=0`) a started collective runs at once.
 
 use crate::groups::{group_of, GroupOf};
 use crate::pack::{concat_chunks, pack_chunks};
@@ -40,13 +48,87 @@ struct Group {
     comm: Option<SimpleCommunicator>,
 }
 
+/// The groups of a rank, shared with its collectives thread.
+struct Groups(Vec<Group>);
+
+// SAFETY: MPI communicators are handles MPI lets any thread use; pjc calls
+// MPI from one thread at a time (the collectives thread while it exists, see
+// the module doc), with a channel handoff ordering the calls.
+unsafe impl Send for Groups {}
+unsafe impl Sync for Groups {}
+
 /// The collectives of one device (rank) of a run.
 pub struct MpiCollectives<'w> {
     /// The communicators are split from the world's and must not outlive it.
     _world: &'w World,
     mesh: Mesh,
     coords: Vec<u64>,
-    groups: Vec<Group>,
+    groups: std::sync::Arc<Groups>,
+    /// The collectives thread, started by the first asynchronous collective
+    /// when the world allows it.
+    worker: Option<Worker>,
+    allow_async: bool,
+}
+
+/// A started collective's result bytes' place (valid until its done).
+#[derive(Clone, Copy)]
+struct Place(*mut u8, usize);
+// SAFETY: the step loop hands the place to the collectives thread and does
+// not touch it until that thread's reply (`StepHooks::start`'s contract).
+unsafe impl Send for Place {}
+
+struct Job {
+    inst: InstData,
+    input: Place,
+    in_ty: TensorType,
+    out_ty: TensorType,
+    output: Place,
+    reply: std::sync::mpsc::Sender<Result<(std::time::Instant, std::time::Duration), RuntimeError>>,
+}
+
+struct Worker {
+    jobs: Option<std::sync::mpsc::Sender<Job>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    replies: std::collections::HashMap<u64, std::sync::mpsc::Receiver<Result<(std::time::Instant, std::time::Duration), RuntimeError>>>,
+    next: u64,
+}
+
+impl Worker {
+    fn start(groups: std::sync::Arc<Groups>) -> Worker {
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let thread = std::thread::Builder::new()
+            .name("pjc-collectives".into())
+            .spawn(move || {
+                for job in rx {
+                    let start = std::time::Instant::now();
+                    // SAFETY: `StepHooks::start`'s contract: valid and
+                    // untouched by the step loop until the reply.
+                    let input = unsafe { std::slice::from_raw_parts(job.input.0 as *const u8, job.input.1) };
+                    let r = run_bytes(&groups.0, &job.inst, input, &job.in_ty, &job.out_ty).and_then(|out| {
+                        if out.len() != job.output.1 {
+                            return Err(RuntimeError::Internal(format!("collective '{}' gave {} bytes for a {} buffer", job.inst.op, out.len(), job.out_ty)));
+                        }
+                        // SAFETY: as above, `output.1` bytes.
+                        unsafe { std::ptr::copy_nonoverlapping(out.as_ptr(), job.output.0, out.len()) };
+                        Ok((start, start.elapsed()))
+                    });
+                    let _ = job.reply.send(r);
+                }
+            })
+            .expect("a thread for the collectives");
+        Worker { jobs: Some(tx), thread: Some(thread), replies: Default::default(), next: 1 }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        // Closing the queue ends the thread, which drops its share of the
+        // communicators before the main thread frees them.
+        self.jobs.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 fn axes_of(inst: &InstData) -> Vec<String> {
@@ -93,16 +175,13 @@ impl<'w> MpiCollectives<'w> {
     pub fn new(world: &'w World, mesh: &Mesh, tables: &[GroupTable]) -> Result<MpiCollectives<'w>, RuntimeError> {
         world.check_device_count(mesh)?;
         let device = world.rank() as u64;
-        let mut c = MpiCollectives { _world: world, mesh: mesh.clone(), coords: mesh.coords(device), groups: vec![] };
+        let mut groups = vec![];
         for t in tables {
             let (g, comm) = group_comm(world, t, device)?;
-            c.groups.push(Group { axes: t.axes.clone(), size: g.members.len(), pos: g.pos, comm });
+            groups.push(Group { axes: t.axes.clone(), size: g.members.len(), pos: g.pos, comm });
         }
-        Ok(c)
-    }
-
-    fn group(&mut self, axes: &[String]) -> Result<&Group, RuntimeError> {
-        self.groups.iter().find(|g| g.axes == axes).ok_or_else(|| RuntimeError::Internal(format!("the executable carries no device groups over [{}]", axes.join(", "))))
+        let allow_async = world.async_collectives() && groups.iter().any(|g| g.comm.is_some());
+        Ok(MpiCollectives { _world: world, mesh: mesh.clone(), coords: mesh.coords(device), groups: std::sync::Arc::new(Groups(groups)), worker: None, allow_async })
     }
 
     /// This device's coordinate along `axis`.
@@ -111,13 +190,59 @@ impl<'w> MpiCollectives<'w> {
     }
 
     /// Runs collective `inst` on this device's operand bytes (row-major, of
-    /// type `in_ty`); returns the result's bytes (of type `out_ty`).
+    /// type `in_ty`); returns the result's bytes (of type `out_ty`). On the
+    /// collectives thread when it runs (after the collectives started before).
     pub fn run_bytes(&mut self, inst: &InstData, input: &[u8], in_ty: &TensorType, out_ty: &TensorType) -> Result<Vec<u8>, RuntimeError> {
+        if self.worker.is_none() {
+            return run_bytes(&self.groups.0, inst, input, in_ty, out_ty);
+        }
+        let mut out = vec![0u8; out_ty.num_elements() as usize * out_ty.dtype.size_bytes()];
+        let (o, n) = (out.as_mut_ptr(), out.len());
+        // SAFETY: `input` and `out` outlive the wait just below.
+        let t = unsafe { self.submit(inst, input.as_ptr(), input.len(), in_ty, out_ty, o, n) };
+        self.wait(t)?;
+        Ok(out)
+    }
+
+    /// Queues a collective on the collectives thread (started on first use).
+    ///
+    /// # Safety
+    /// As `StepHooks::start`.
+    unsafe fn submit(&mut self, inst: &InstData, input: *const u8, in_len: usize, in_ty: &TensorType, out_ty: &TensorType, output: *mut u8, out_len: usize) -> u64 {
+        let groups = self.groups.clone();
+        let w = self.worker.get_or_insert_with(|| Worker::start(groups));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let job = Job { inst: inst.clone(), input: Place(input as *mut u8, in_len), in_ty: in_ty.clone(), out_ty: out_ty.clone(), output: Place(output, out_len), reply: tx };
+        let t = w.next;
+        w.next += 1;
+        w.replies.insert(t, rx);
+        let _ = w.jobs.as_ref().expect("open while the worker lives").send(job);
+        t
+    }
+
+    /// Waits for collective `t` queued by [`submit`](Self::submit).
+    fn wait(&mut self, t: u64) -> Result<Option<(std::time::Instant, std::time::Duration)>, RuntimeError> {
+        let Some(w) = self.worker.as_mut() else { return Ok(None) };
+        let Some(rx) = w.replies.remove(&t) else { return Ok(None) };
+        match rx.recv() {
+            Ok(r) => r.map(Some),
+            Err(_) => Err(RuntimeError::Internal("the collectives thread ended".into())),
+        }
+    }
+}
+
+fn group<'g>(groups: &'g [Group], axes: &[String]) -> Result<&'g Group, RuntimeError> {
+    groups.iter().find(|g| g.axes == axes).ok_or_else(|| RuntimeError::Internal(format!("the executable carries no device groups over [{}]", axes.join(", "))))
+}
+
+/// Runs collective `inst` of a rank with `groups` (see [`MpiCollectives::run_bytes`]).
+fn run_bytes(groups: &[Group], inst: &InstData, input: &[u8], in_ty: &TensorType, out_ty: &TensorType) -> Result<Vec<u8>, RuntimeError> {
+    {
         let axes = axes_of(inst);
         let int = |name: &str| inst.attr(name).and_then(|a| a.as_int()).unwrap_or(0);
         let kind = inst.attr("kind").and_then(|a| a.as_ident()).and_then(pjc_ir::ReduceKind::from_name).unwrap_or(pjc_ir::ReduceKind::Sum);
         let op = inst.op;
-        let g = self.group(&axes)?;
+        let g = group(groups, &axes)?;
         let (n, pos) = (g.size, g.pos);
         let es = in_ty.dtype.size_bytes();
         let in_shape = shape(in_ty);
@@ -211,6 +336,24 @@ impl pjc_plan::exec::Collectives for MpiCollectives<'_> {
 impl pjc_host::StepHooks for MpiCollectives<'_> {
     fn collective(&mut self, inst: &InstData, input: &[u8], in_ty: &TensorType, out_ty: &TensorType) -> Result<Vec<u8>, pjc_host::HostError> {
         self.run_bytes(inst, input, in_ty, out_ty).map_err(|e| pjc_host::HostError::Runtime(e.to_string()))
+    }
+    unsafe fn start(&mut self, inst: &InstData, input: *const u8, in_len: usize, in_ty: &TensorType, out_ty: &TensorType, output: *mut u8, out_len: usize) -> Result<u64, pjc_host::HostError> {
+        let one = group(&self.groups.0, &axes_of(inst)).is_ok_and(|g| g.comm.is_none());
+        if !self.allow_async || one {
+            // SAFETY: the caller's contract, passed on.
+            let out = self.run_bytes(inst, unsafe { std::slice::from_raw_parts(input, in_len) }, in_ty, out_ty).map_err(|e| pjc_host::HostError::Runtime(e.to_string()))?;
+            if out.len() != out_len {
+                return Err(pjc_host::HostError::Runtime(format!("collective '{}' gave {} bytes for a {out_ty} buffer", inst.op, out.len())));
+            }
+            // SAFETY: the caller's contract.
+            unsafe { std::ptr::copy_nonoverlapping(out.as_ptr(), output, out_len) };
+            return Ok(0);
+        }
+        // SAFETY: the caller's contract, passed on to the collectives thread.
+        Ok(unsafe { self.submit(inst, input, in_len, in_ty, out_ty, output, out_len) })
+    }
+    fn finish(&mut self, ticket: u64) -> Result<Option<(std::time::Instant, std::time::Duration)>, pjc_host::HostError> {
+        self.wait(ticket).map_err(|e| pjc_host::HostError::Runtime(e.to_string()))
     }
     fn axis_index(&self, axis: &str) -> Result<i64, pjc_host::HostError> {
         self.coordinate(axis).map(|c| c as i64).ok_or_else(|| pjc_host::HostError::Runtime(format!("axis_index of unknown axis '{axis}'")))

@@ -19,12 +19,15 @@ pub struct Event {
     pub start: Instant,
     pub dur: Duration,
     pub args: Value,
+    /// The rank's track: 0 the step loop, 1 the collectives that run
+    /// asynchronously beside it (so overlap shows in Perfetto).
+    pub tid: u32,
 }
 
 impl Event {
     pub fn from_step(e: pjc_host::StepEvent) -> Event {
         let args = if e.kind == "collective" { json!({ "bytes": e.bytes }) } else { json!({}) };
-        Event { name: e.name, cat: e.kind.to_string(), start: e.start, dur: e.dur, args }
+        Event { name: e.name, cat: e.kind.to_string(), start: e.start, dur: e.dur, args, tid: e.track }
     }
 }
 
@@ -52,7 +55,7 @@ impl<'w> Tracer<'w> {
     /// An event from `start` until now.
     pub fn span(&mut self, name: &str, cat: &str, start: Instant, args: Value) {
         if self.on {
-            self.events.push(Event { name: name.to_string(), cat: cat.to_string(), start, dur: start.elapsed(), args });
+            self.events.push(Event { name: name.to_string(), cat: cat.to_string(), start, dur: start.elapsed(), args, tid: 0 });
         }
     }
 
@@ -68,7 +71,7 @@ impl<'w> Tracer<'w> {
             .iter()
             .map(|e| {
                 let ts = e.start.saturating_duration_since(self.t0).as_secs_f64() * 1e6;
-                json!({"name": e.name, "cat": e.cat, "ph": "X", "ts": ts, "dur": e.dur.as_secs_f64() * 1e6, "pid": pid, "tid": 0, "args": e.args})
+                json!({"name": e.name, "cat": e.cat, "ph": "X", "ts": ts, "dur": e.dur.as_secs_f64() * 1e6, "pid": pid, "tid": e.tid, "args": e.args})
             })
             .collect()
     }
@@ -85,6 +88,8 @@ impl<'w> Tracer<'w> {
         for (r, bytes) in all.iter().enumerate() {
             events.push(json!({"name": "process_name", "ph": "M", "pid": r, "tid": 0, "args": {"name": format!("rank {r}")}}));
             events.push(json!({"name": "process_sort_index", "ph": "M", "pid": r, "tid": 0, "args": {"sort_index": r}}));
+            events.push(json!({"name": "thread_name", "ph": "M", "pid": r, "tid": 0, "args": {"name": "steps"}}));
+            events.push(json!({"name": "thread_name", "ph": "M", "pid": r, "tid": 1, "args": {"name": "collectives (asynchronous)"}}));
             let evs: Vec<Value> = serde_json::from_slice(bytes).map_err(|e| RuntimeError::Internal(format!("rank {r}'s trace: {e}")))?;
             events.extend(evs);
         }

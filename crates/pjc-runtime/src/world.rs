@@ -15,6 +15,8 @@ pub struct World {
     size: usize,
     /// Processes on this node (for picking a thread count or a GPU).
     local_size: usize,
+    /// MPI gave at least MPI_THREAD_SERIALIZED.
+    serialized: bool,
     mpi: Option<Mpi>,
 }
 
@@ -49,17 +51,20 @@ impl World {
         if !launched_by_mpirun() || std::env::var_os("PJC_NO_MPI").is_some() {
             return Ok(World::single());
         }
-        // Only the main thread calls MPI; kernel threads never do.
-        let (universe, _) = mpi::initialize_with_threading(mpi::Threading::Funneled)
+        // One thread calls MPI at a time: the main thread, or while a plan
+        // runs, the thread of its asynchronous collectives (which then runs
+        // every collective; kernel threads never call MPI).
+        let (universe, provided) = mpi::initialize_with_threading(mpi::Threading::Serialized)
             .ok_or_else(|| RuntimeError::Env("MPI was already initialized in this process".into()))?;
         let world = universe.world();
         let (rank, size) = (world.rank() as usize, world.size() as usize);
-        Ok(World { rank, size, local_size, mpi: Some(Mpi { world, _universe: universe }) })
+        let serialized = matches!(provided, mpi::Threading::Serialized | mpi::Threading::Multiple);
+        Ok(World { rank, size, local_size, serialized, mpi: Some(Mpi { world, _universe: universe }) })
     }
 
     /// A world of one process, without MPI.
     pub fn single() -> World {
-        World { rank: 0, size: 1, local_size: 1, mpi: None }
+        World { rank: 0, size: 1, local_size: 1, serialized: false, mpi: None }
     }
 
     pub fn rank(&self) -> usize {
@@ -74,6 +79,22 @@ impl World {
     }
     pub fn is_mpi(&self) -> bool {
         self.mpi.is_some()
+    }
+    /// Whether collectives run on a thread of their own beside the step
+    /// loop: MPI must allow calls from another thread than the main one (one
+    /// at a time), and by default the process must have a core to spare for
+    /// it (more cores on the node than processes: on a machine with a core
+    /// per process, the collectives thread's MPI polling would take the
+    /// kernels' core and slow the step). `PJC_ASYNC_COLLECTIVES=1` asks for
+    /// it anyway, `0` turns it off (every collective then blocks the loop
+    /// where it starts).
+    pub fn async_collectives(&self) -> bool {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        match std::env::var("PJC_ASYNC_COLLECTIVES").as_deref() {
+            Ok("0") => false,
+            Ok("1") => self.serialized,
+            _ => self.serialized && cores / self.local_size >= 2,
+        }
     }
     pub(crate) fn comm(&self) -> Option<&SimpleCommunicator> {
         self.mpi.as_ref().map(|m| &m.world)

@@ -95,6 +95,7 @@ pub fn plan_program(m: &Module, entry: FuncId) -> Result<Plan, Unplannable> {
     let mut steps = std::mem::take(&mut plan.steps);
     fill(m, &mut plan, &mut steps, &mut blocks)?;
     plan.steps = steps;
+    crate::schedule::schedule(&mut plan);
     Ok(plan)
 }
 

@@ -412,7 +412,7 @@ impl CudaBackend {
                     Some(Cublas::Skip) => Exec::Skip,
                     None => return Err(RuntimeError::Internal(format!("library step '{}' reached the CUDA backend without a cuBLAS mapping", inst.op))),
                 },
-                Step::Collective { inst, input, output } => {
+                Step::Collective { inst, input, output, .. } => {
                     if input == output {
                         return Err(RuntimeError::Internal(format!("collective '{}' reads and writes one buffer", inst.op)));
                     }
@@ -669,7 +669,7 @@ impl CudaBackend {
 
     fn traced(&mut self, name: String, cat: &str, start: std::time::Instant, args: serde_json::Value) {
         if let Some(t) = &mut self.trace {
-            t.push(crate::trace::Event { name, cat: cat.to_string(), start, dur: start.elapsed(), args });
+            t.push(crate::trace::Event { name, cat: cat.to_string(), start, dur: start.elapsed(), args, tid: 0 });
         }
     }
 }

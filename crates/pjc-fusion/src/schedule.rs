@@ -1,0 +1,169 @@
+//! Overlapping collectives with compute: every step list of a plan (the
+//! top level and each block of a control step, separately) is reordered by a
+//! list scheduler, and each collective that has independent work after it
+//! becomes a start/done pair (`Step::Collective { done: Some(j) }`).
+//!
+//! The model is XLA's latency-hiding scheduler, cut down to what a plan
+//! needs: a collective starts as soon as its input is written (the scheduler
+//! takes a ready collective before any ready compute step), and completes as
+//! late as its dependences allow — just before the first step that reads its
+//! output or writes its input or output, or at the end of its list. Compute
+//! steps keep their planned order except that a ready step which does not
+//! need an in-flight collective's result goes before one that does, so the
+//! work the collective can hide behind runs while it is in flight. The order
+//! is a topological order of the steps' buffer dependences (read after
+//! write, write after read, write after write; a window counts as its whole
+//! buffer, a control step as reading and writing everything it names), so the
+//! plan computes exactly what it did, on every rank in the same order.
+//!
+//! Memory: the buffer plan (`memory.rs`) keeps a pair's input and output
+//! live from its start to its done, so the arena it computes is the memory of
+//! the overlapped schedule.
+
+use pjc_plan::control::whole_of;
+use pjc_plan::{Buffer, Plan, Step};
+
+/// Buffers a step reads and writes (windows as their whole buffers).
+fn io(s: &Step, buffers: &[Buffer]) -> (Vec<usize>, Vec<usize>) {
+    let kernel = |k: &pjc_plan::kernel::Kernel, r: &mut Vec<usize>, w: &mut Vec<usize>| {
+        r.extend(k.inputs.iter().map(|b| b.buffer));
+        w.extend(k.outputs.iter().map(|b| b.buffer));
+    };
+    let (mut r, mut w) = (vec![], vec![]);
+    match s {
+        Step::Kernel(k) => kernel(k, &mut r, &mut w),
+        Step::Library { inputs, outputs, device, .. } => {
+            r.extend(inputs);
+            w.extend(outputs);
+            for k in device {
+                kernel(k, &mut r, &mut w);
+            }
+        }
+        Step::Collective { input, output, .. } => {
+            r.push(*input);
+            w.push(*output);
+        }
+        Step::Control(_) => {
+            let all = pjc_plan::control::step_buffers(s);
+            r.extend(&all);
+            w.extend(all);
+        }
+    }
+    let whole = |v: Vec<usize>| {
+        let mut v: Vec<usize> = v.into_iter().map(|b| whole_of(buffers, b)).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    (whole(r), whole(w))
+}
+
+/// Schedules every step list of `plan` (see the module doc).
+pub fn schedule(plan: &mut Plan) {
+    let buffers = std::mem::take(&mut plan.buffers);
+    schedule_steps(&mut plan.steps, &buffers);
+    plan.buffers = buffers;
+}
+
+fn schedule_steps(steps: &mut Vec<Step>, buffers: &[Buffer]) {
+    for s in steps.iter_mut() {
+        if let Step::Control(c) = s {
+            for b in c.blocks_mut() {
+                schedule_steps(&mut b.steps, buffers);
+            }
+        }
+    }
+    let order = list_order(steps, buffers);
+    let mut old: Vec<Option<Step>> = std::mem::take(steps).into_iter().map(Some).collect();
+    *steps = order.iter().map(|&i| old[i].take().expect("each step once")).collect();
+    mark_dones(steps, buffers);
+}
+
+/// The order the list scheduler runs `steps` in (indices into `steps`).
+fn list_order(steps: &[Step], buffers: &[Buffer]) -> Vec<usize> {
+    let n = steps.len();
+    let ios: Vec<(Vec<usize>, Vec<usize>)> = steps.iter().map(|s| io(s, buffers)).collect();
+    // Dependences, built in one pass: per buffer its last writer and the
+    // readers since.
+    let mut preds: Vec<Vec<usize>> = vec![vec![]; n];
+    let mut last_writer: std::collections::HashMap<usize, usize> = Default::default();
+    let mut readers: std::collections::HashMap<usize, Vec<usize>> = Default::default();
+    for (i, (r, w)) in ios.iter().enumerate() {
+        for b in r {
+            if let Some(&p) = last_writer.get(b) {
+                preds[i].push(p);
+            }
+        }
+        for b in w {
+            if let Some(&p) = last_writer.get(b) {
+                preds[i].push(p);
+            }
+            for &p in readers.get(b).map(Vec::as_slice).unwrap_or(&[]) {
+                if p != i {
+                    preds[i].push(p);
+                }
+            }
+        }
+        for b in r {
+            readers.entry(*b).or_default().push(i);
+        }
+        for b in w {
+            last_writer.insert(*b, i);
+            readers.remove(b);
+        }
+    }
+    let mut succs: Vec<Vec<usize>> = vec![vec![]; n];
+    let mut waiting: Vec<usize> = vec![0; n];
+    for (i, ps) in preds.iter_mut().enumerate() {
+        ps.sort_unstable();
+        ps.dedup();
+        waiting[i] = ps.len();
+        for &p in ps.iter() {
+            succs[p].push(i);
+        }
+    }
+    let is_coll = |i: usize| matches!(steps[i], Step::Collective { .. });
+    let mut ready: std::collections::BTreeSet<usize> = (0..n).filter(|&i| waiting[i] == 0).collect();
+    // Outputs of scheduled collectives no scheduled step has read yet.
+    let mut in_flight: Vec<usize> = vec![];
+    let mut order = Vec::with_capacity(n);
+    while let Some(pick) = ready
+        .iter()
+        .copied()
+        .find(|&i| is_coll(i))
+        .or_else(|| ready.iter().copied().find(|&i| !ios[i].0.iter().any(|b| in_flight.contains(b))))
+        .or_else(|| ready.iter().next().copied())
+    {
+        ready.remove(&pick);
+        order.push(pick);
+        let (r, w) = &ios[pick];
+        in_flight.retain(|b| !r.contains(b));
+        if is_coll(pick) {
+            in_flight.extend(w);
+        }
+        for &s in &succs[pick] {
+            waiting[s] -= 1;
+            if waiting[s] == 0 {
+                ready.insert(s);
+            }
+        }
+    }
+    assert_eq!(order.len(), n, "the dependences of a step list are acyclic");
+    order
+}
+
+/// Gives each collective of `steps` its done position: before the first
+/// later step that reads its output or writes its input or output, else the
+/// end of the list; a collective whose very next step needs it stays blocking.
+fn mark_dones(steps: &mut [Step], buffers: &[Buffer]) {
+    let ios: Vec<(Vec<usize>, Vec<usize>)> = steps.iter().map(|s| io(s, buffers)).collect();
+    let n = steps.len();
+    for i in 0..n {
+        let Step::Collective { input, output, .. } = &steps[i] else { continue };
+        let (inp, out) = (whole_of(buffers, *input), whole_of(buffers, *output));
+        let j = (i + 1..n).find(|&k| ios[k].0.contains(&out) || ios[k].1.contains(&inp) || ios[k].1.contains(&out)).unwrap_or(n);
+        if let Step::Collective { done, .. } = &mut steps[i] {
+            *done = (j > i + 1).then_some(j);
+        }
+    }
+}
