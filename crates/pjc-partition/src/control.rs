@@ -127,6 +127,8 @@ impl Partitioner<'_> {
         }
         let saved_out = std::mem::replace(&mut self.out, Function::new(&name, FuncKind::Spmd));
         let saved_names = std::mem::take(&mut self.names);
+        // Reshards are reused within one function only.
+        let saved_reshards = std::mem::take(&mut self.reshards);
         self.context.push(format!("in {role}"));
         self.out.comments = gf.comments.clone();
         let mut env: HashMap<Value, Local> = HashMap::new();
@@ -155,6 +157,7 @@ impl Partitioner<'_> {
         }
         self.context.pop();
         self.names = saved_names;
+        self.reshards = saved_reshards;
         let local = std::mem::replace(&mut self.out, saved_out);
         let sig = CalleeSig {
             name: name.clone(),

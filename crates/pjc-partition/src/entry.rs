@@ -33,6 +33,7 @@ pub fn partition(m: &Module, entry: FuncId, prop: &Propagation) -> Result<Partit
         names: Names::default(),
         bodies: Default::default(),
         context: vec![],
+        reshards: HashMap::new(),
     };
     p.out.comments = f.comments.clone();
     // Parameters: local types; the signature keeps the global sharding, so the

@@ -92,6 +92,9 @@ pub(crate) struct Partitioner<'a> {
     /// Where the instructions being lowered run ("in the body @b of while
     /// %x"), innermost last: the reasons of collectives inserted there say so.
     pub context: Vec<String>,
+    /// Reshards made so far in `out`, to reuse: (local value, from, to) ->
+    /// the resharded value (`reshard.rs`; a local body starts its own).
+    pub reshards: HashMap<(Value, Axes, Axes), Value>,
 }
 
 /// The axes of each dimension of a sharding, major first (empty = replicated).

@@ -5,7 +5,7 @@
 use crate::reshard::{dim_axes, sharding_of};
 use crate::{Local, PartitionError, Partitioner};
 use pjc_ir::attrs::resolved_attr;
-use pjc_ir::{AttrValue, DType, FuncKind, Function, InstData, Literal, Number, Opcode, Sharding, TensorType, Value, ValueDef};
+use pjc_ir::{AttrValue, CollectiveKind, DType, FuncKind, Function, InstData, Literal, Number, Opcode, Sharding, TensorType, Value, ValueDef};
 use pjc_sharding::rules::{factor_rule, split_axes, FactorKind, FactorRule};
 use std::collections::HashMap;
 
@@ -55,82 +55,29 @@ pub(crate) fn lower(
     let rule: FactorRule = factor_rule(f, inst);
     let nf = rule.kinds.len();
     let mesh = p.mesh.clone();
-    let mut fax: Vec<Option<Vec<String>>> = vec![None; nf];
-    // 1. Reduction factors keep the split an operand already has (when the op can
-    // finish it with a collective): partial results then an all_reduce, or a
-    // reduce_scatter when the result is wanted split over the same axes, beat
-    // moving the operands.
-    let reducible = rule.completion.is_some();
-    for fi in 0..nf {
-        if rule.kinds[fi] != FactorKind::Reduction || !reducible {
-            continue;
-        }
-        'found: for t in 0..n {
-            for (d, fs) in rule.dims[t].iter().enumerate() {
-                if let Some(k) = fs.iter().position(|&x| x == fi) {
-                    let split = split_axes(&mesh, &env[&inst.operands[t]].axes[d], fs, &rule.sizes);
-                    let a = &split[k];
-                    let taken: Vec<String> = fax.iter().flatten().flatten().cloned().collect();
-                    if !a.is_empty() && !a.iter().any(|x| taken.contains(x)) {
-                        fax[fi] = Some(a.clone());
-                        break 'found;
-                    }
-                }
+    // Which factors are split over which axes. Two greedy orders give the
+    // candidates, and the one whose communication costs fewer bytes wins
+    // (the first on a tie): split reductions keep the splits the operands
+    // already have, or the results' target splits go first. They differ
+    // only where an axis splits both a contracted factor of one operand and
+    // a kept factor the result wants split over it — an FSDP weight split
+    // over the batch's axis meeting a product over the batch: contracting
+    // it split costs moving the other operand and reduce-scattering the
+    // partial product, gathering it costs the weight.
+    let (mut fax, mut halos) = choose(p, f, inst, &rule, env, &targets, Order::ReductionsFirst);
+    let split: Vec<String> = (0..nf).filter(|&fi| rule.kinds[fi] == FactorKind::Reduction).filter_map(|fi| fax[fi].clone()).flatten().collect();
+    // Why the operands move, when the cheaper plan is not the default one.
+    let mut priced = String::new();
+    if !split.is_empty() && halos.is_empty() && inst.results.len() == 1 {
+        let (fb, hb) = choose(p, f, inst, &rule, env, &targets, Order::TargetsFirst);
+        if fb != fax && hb.is_empty() {
+            let (a, b) = (cost(p, f, inst, &rule, env, &targets[0], &fax), cost(p, f, inst, &rule, env, &targets[0], &fb));
+            if b < a {
+                (fax, halos) = (fb, hb);
+                priced = format!(", {b} B in all, against {a} B with the {} split over {}", rule.completion.map_or("reduction", |c| c.what), split.join(", "));
             }
         }
     }
-    // 2. Pass-through factors take the results' target splits (axes a
-    // reduction already holds come later, from the reduction's collective).
-    // Of several results (sort, top_k) that want one factor split, or one
-    // axis on two factors, the first wins; the others are resharded after.
-    for (r, target) in targets.iter().enumerate() {
-        for (d, fs) in rule.dims[n + r].iter().enumerate() {
-            let split = split_axes(&mesh, &target[d], fs, &rule.sizes);
-            for (k, &fi) in fs.iter().enumerate() {
-                let taken: Vec<String> = fax.iter().flatten().flatten().cloned().collect();
-                if rule.kinds[fi] == FactorKind::Pass && fax[fi].is_none() && !split[k].is_empty() && !split[k].iter().any(|a| taken.contains(a)) {
-                    fax[fi] = Some(split[k].clone());
-                }
-            }
-        }
-    }
-    // Windows split spatially exchange halos instead of gathering the dimension.
-    // A split the factors already use (a reduction's) cannot also split a window.
-    let taken: Vec<String> = fax.iter().flatten().flatten().cloned().collect();
-    let halos: Vec<crate::halo::Halo> = crate::halo::plan(p, f, inst, &rule, &targets[0])
-        .into_iter()
-        .filter(|h| !h.axes.iter().any(|a| taken.contains(a)))
-        .collect();
-    for h in &halos {
-        fax[h.factor] = Some(h.axes.clone());
-    }
-    // A dim's sharding is its factors' axes, major first, so a factor can stay
-    // split only where every factor major to it in the same dim of *every*
-    // tensor is split completely (the target may split a factor that is minor
-    // in an operand, e.g. reshape [4,2] -> [2,4] on [_, a]); drop the others.
-    loop {
-        let mut changed = false;
-        for fs in rule.dims.iter().flatten() {
-            let mut blocked = false;
-            for &fi in fs {
-                if blocked {
-                    if fax[fi].as_ref().is_some_and(|a| !a.is_empty()) {
-                        fax[fi] = None;
-                        changed = true;
-                    }
-                    continue;
-                }
-                match &fax[fi] {
-                    Some(a) if !a.is_empty() && mesh.group_size(a.iter().map(|x| x.as_str())) == rule.sizes[fi] => {}
-                    _ => blocked = true,
-                }
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
-    let halos: Vec<crate::halo::Halo> = halos.into_iter().filter(|h| fax[h.factor].is_some()).collect();
     // 2-3. Reshard operands to what the factors imply.
     let mut ops: Vec<Value> = vec![];
     for (t, &a) in inst.operands.iter().enumerate() {
@@ -140,6 +87,7 @@ pub(crate) fn lower(
         let why = match unsplittable(&rule, t, &l.axes, &want) {
             (whole, _) if !whole.is_empty() => format!("{why} ({op} needs dim {} whole on each device)", whole.join(", ")),
             (_, partial) if !partial.is_empty() => format!("{why} ({op} cannot combine partial results over dim {})", partial.join(", ")),
+            _ if !priced.is_empty() => format!("{why} (to keep the result's split{priced})"),
             _ => why,
         };
         ops.push(p.reshard(l.v, f.ty(a), &l.axes, &want, &why));
@@ -189,14 +137,7 @@ pub(crate) fn lower(
     if let (false, Some(completion)) = (red_axes.is_empty(), rule.completion) {
         let kind = completion.kind.name();
         let target = &targets[0];
-        // reduce_scatter when the target splits one dim by exactly these axes next.
-        let scatter_dim = (0..have.len()).find(|&d| {
-            target[d].len() == have[d].len() + red_axes.len()
-                && target[d][..have[d].len()] == have[d][..]
-                && target[d][have[d].len()..] == red_axes[..]
-                && (0..have.len()).all(|e| e == d || target[e] == have[e])
-                && p.ty(v).shape[d] % mesh.group_size(red_axes.iter().map(|x| x.as_str())) == 0
-        });
+        let scatter_dim = scatter_dim(&mesh, &have, target, &red_axes, p.ty(v));
         let why = format!("{op} %{name} has its {} split over {}: partial results", completion.what, red_axes.join(", "));
         let axes_attr = AttrValue::List(red_axes.iter().map(|a| AttrValue::Ident(a.clone())).collect());
         if let Some(d) = scatter_dim {
@@ -224,6 +165,184 @@ pub(crate) fn lower(
     let v = p.reshard(v, global, &have, &targets[0], &format!("sharding of %{name}"));
     env.insert(inst.results[0], Local { v, axes: targets[0].clone() });
     Ok(())
+}
+
+/// The dim a split reduction over `red_axes` can reduce-scatter onto: the
+/// one the target splits by exactly these axes next (`have` the local
+/// result's split, `local` its type); `None`: all_reduce.
+fn scatter_dim(mesh: &pjc_ir::Mesh, have: &[Vec<String>], target: &[Vec<String>], red_axes: &[String], local: &TensorType) -> Option<usize> {
+    (0..have.len()).find(|&d| {
+        target[d].len() == have[d].len() + red_axes.len()
+            && target[d][..have[d].len()] == have[d][..]
+            && target[d][have[d].len()..] == red_axes[..]
+            && (0..have.len()).all(|e| e == d || target[e] == have[e])
+            && local.shape[d] % mesh.group_size(red_axes.iter().map(|x| x.as_str())) == 0
+    })
+}
+
+/// The bytes each device sends (ring formulas) to lower single-result `inst`
+/// with factor splits `fax`: its operands' reshards (none for a reshard made
+/// before and reused), the collective finishing its split reductions, and
+/// the result's reshard to `target` — the steps `lower` then emits.
+#[allow(clippy::too_many_arguments)]
+fn cost(
+    p: &Partitioner,
+    f: &Function,
+    inst: &InstData,
+    rule: &FactorRule,
+    env: &HashMap<Value, Local>,
+    target: &[Vec<String>],
+    fax: &[Option<Vec<String>>],
+) -> u64 {
+    let mesh = &p.mesh;
+    let n = inst.operands.len();
+    let mut bytes = 0u64;
+    for (t, &a) in inst.operands.iter().enumerate() {
+        let want: Vec<Vec<String>> = rule.dims[t].iter().map(|fs| compose(mesh, fs, fax, &rule.sizes)).collect();
+        let l = &env[&a];
+        bytes = bytes.saturating_add(p.reshard_bytes(Some(l.v), p.ty(l.v), &l.axes, &want));
+    }
+    let computed: Vec<Vec<String>> = rule.dims[n].iter().map(|fs| compose(mesh, fs, fax, &rule.sizes)).collect();
+    let global = f.ty(inst.results[0]);
+    let local = p.local(global, &computed);
+    let red_axes: Vec<String> = (0..rule.kinds.len())
+        .filter(|&fi| rule.kinds[fi] == FactorKind::Reduction)
+        .filter_map(|fi| fax[fi].clone())
+        .flatten()
+        .collect();
+    let mut have = computed.clone();
+    let mut ty = local.clone();
+    if !red_axes.is_empty() && rule.completion.is_some() {
+        let k = mesh.group_size(red_axes.iter().map(|x| x.as_str()));
+        match scatter_dim(mesh, &have, target, &red_axes, &local) {
+            Some(d) => {
+                ty.shape[d] /= k;
+                bytes = bytes.saturating_add(CollectiveKind::ReduceScatter.ring_bytes(local.bytes(), ty.bytes(), k));
+                have[d].extend(red_axes.iter().cloned());
+            }
+            None => bytes = bytes.saturating_add(CollectiveKind::AllReduce.ring_bytes(local.bytes(), local.bytes(), k)),
+        }
+    }
+    bytes.saturating_add(p.reshard_bytes(None, &ty, &have, target))
+}
+
+/// The order in which [`choose`] gives factors their splits.
+#[derive(Clone, Copy, PartialEq)]
+enum Order {
+    /// Reduction factors keep an operand's split first (when the op can
+    /// finish it with a collective): partial results then an all_reduce, or a
+    /// reduce_scatter when the result is wanted split over the same axes, beat
+    /// moving the operands — unless the axis is one the result wants on a
+    /// kept factor.
+    ReductionsFirst,
+    /// Pass-through factors take the results' target splits first; a
+    /// reduction factor keeps an operand's split only over axes left.
+    TargetsFirst,
+}
+
+/// The split of every factor of `inst` (`None` = whole) and the windows that
+/// exchange halos, for one [`Order`].
+fn choose(
+    p: &Partitioner,
+    f: &Function,
+    inst: &InstData,
+    rule: &FactorRule,
+    env: &HashMap<Value, Local>,
+    targets: &[Vec<Vec<String>>],
+    order: Order,
+) -> (Vec<Option<Vec<String>>>, Vec<crate::halo::Halo>) {
+    let n = inst.operands.len();
+    let nf = rule.kinds.len();
+    let mesh = p.mesh.clone();
+    let mut fax: Vec<Option<Vec<String>>> = vec![None; nf];
+    // 1. Reduction factors keep the split an operand already has, over axes
+    // not taken yet (see `Order`).
+    let reductions = |fax: &mut Vec<Option<Vec<String>>>| {
+        let reducible = rule.completion.is_some();
+        for fi in 0..nf {
+            if rule.kinds[fi] != FactorKind::Reduction || !reducible {
+                continue;
+            }
+            'found: for t in 0..n {
+                for (d, fs) in rule.dims[t].iter().enumerate() {
+                    if let Some(k) = fs.iter().position(|&x| x == fi) {
+                        let split = split_axes(&mesh, &env[&inst.operands[t]].axes[d], fs, &rule.sizes);
+                        let a = &split[k];
+                        let taken: Vec<String> = fax.iter().flatten().flatten().cloned().collect();
+                        if !a.is_empty() && !a.iter().any(|x| taken.contains(x)) {
+                            fax[fi] = Some(a.clone());
+                            break 'found;
+                        }
+                    }
+                }
+            }
+        }
+    };
+    // 2. Pass-through factors take the results' target splits (axes a
+    // reduction already holds come later, from the reduction's collective).
+    // Of several results (sort, top_k) that want one factor split, or one
+    // axis on two factors, the first wins; the others are resharded after.
+    let passes = |fax: &mut Vec<Option<Vec<String>>>| {
+        for (r, target) in targets.iter().enumerate() {
+            for (d, fs) in rule.dims[n + r].iter().enumerate() {
+                let split = split_axes(&mesh, &target[d], fs, &rule.sizes);
+                for (k, &fi) in fs.iter().enumerate() {
+                    let taken: Vec<String> = fax.iter().flatten().flatten().cloned().collect();
+                    if rule.kinds[fi] == FactorKind::Pass && fax[fi].is_none() && !split[k].is_empty() && !split[k].iter().any(|a| taken.contains(a)) {
+                        fax[fi] = Some(split[k].clone());
+                    }
+                }
+            }
+        }
+    };
+    match order {
+        Order::ReductionsFirst => {
+            reductions(&mut fax);
+            passes(&mut fax);
+        }
+        Order::TargetsFirst => {
+            passes(&mut fax);
+            reductions(&mut fax);
+        }
+    }
+    // Windows split spatially exchange halos instead of gathering the dimension.
+    // A split the factors already use (a reduction's) cannot also split a window.
+    let taken: Vec<String> = fax.iter().flatten().flatten().cloned().collect();
+    let halos: Vec<crate::halo::Halo> = crate::halo::plan(p, f, inst, rule, &targets[0])
+        .into_iter()
+        .filter(|h| !h.axes.iter().any(|a| taken.contains(a)))
+        .collect();
+    for h in &halos {
+        fax[h.factor] = Some(h.axes.clone());
+    }
+    // A dim's sharding is its factors' axes, major first, so a factor can stay
+    // split only where every factor major to it in the same dim of *every*
+    // tensor is split completely (the target may split a factor that is minor
+    // in an operand, e.g. reshape [4,2] -> [2,4] on [_, a]); drop the others.
+    loop {
+        let mut changed = false;
+        for fs in rule.dims.iter().flatten() {
+            let mut blocked = false;
+            for &fi in fs {
+                if blocked {
+                    if fax[fi].as_ref().is_some_and(|a| !a.is_empty()) {
+                        fax[fi] = None;
+                        changed = true;
+                    }
+                    continue;
+                }
+                match &fax[fi] {
+                    Some(a) if !a.is_empty() && mesh.group_size(a.iter().map(|x| x.as_str())) == rule.sizes[fi] => {}
+                    _ => blocked = true,
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let halos: Vec<crate::halo::Halo> = halos.into_iter().filter(|h| fax[h.factor].is_some()).collect();
+    (fax, halos)
 }
 
 /// The dims of operand `t` that lose a split the op cannot keep, for the

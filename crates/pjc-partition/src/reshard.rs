@@ -3,9 +3,12 @@
 //! a local slice at the device's position when only new splits are added;
 //! `all_to_all` when one axis moves between dimensions; otherwise `all_gather`
 //! of the splits that must go, followed by a local slice for the new ones.
+//! A value resharded once to a target is reused by later uses in the same
+//! function, and the cost of a reshard can be asked before emitting it
+//! (`local.rs` compares candidate factor splits by it).
 
 use crate::Partitioner;
-use pjc_ir::{AttrValue, DType, DimSharding, Number, Opcode, Sharding, TensorType, Value};
+use pjc_ir::{AttrValue, CollectiveKind, DType, DimSharding, Number, Opcode, Sharding, TensorType, Value};
 
 /// Axes of each dim (empty = replicated); `?` counts as replicated.
 pub(crate) fn dim_axes(s: &Sharding) -> Vec<Vec<String>> {
@@ -85,21 +88,17 @@ impl Partitioner<'_> {
         self.b().build(Opcode::DynamicSlice, &operands, vec![("sizes", AttrValue::int_list(&sizes))], &format!("{base}.slice"))
     }
 
-    /// Reshards local value `v` (of global type `global`) from `from` to `to`.
-    /// `why` says which op needs it, for the collective's reason.
-    pub(crate) fn reshard(
-        &mut self,
-        v: Value,
-        global: &TensorType,
-        from: &[Vec<String>],
-        to: &[Vec<String>],
-        why: &str,
-    ) -> Value {
+    /// The steps that move a local value of type `local` from `from` to
+    /// `to`, cheapest first (the module doc's order). [`reshard`] emits
+    /// them and [`reshard_bytes`] prices them, so what is priced is what
+    /// is emitted.
+    ///
+    /// [`reshard`]: Partitioner::reshard
+    /// [`reshard_bytes`]: Partitioner::reshard_bytes
+    fn moves(&self, local: &TensorType, from: &[Vec<String>], to: &[Vec<String>]) -> Vec<Move> {
         if from == to {
-            return v;
+            return vec![];
         }
-        let base = self.name(v);
-        let reason = format!("{why}: {} -> {}", sharding_of(from), sharding_of(to));
         // all_to_all: one axis (minor-most) moves from dim i to the minor end of dim j.
         for i in 0..from.len() {
             for j in 0..from.len() {
@@ -112,28 +111,13 @@ impl Partitioner<'_> {
                     && to[j][..from[j].len()] == from[j][..]
                     && to[j].last() == Some(a)
                     && (0..from.len()).all(|k| k == i || k == j || from[k] == to[k]);
-                if moved_ok {
-                    let local_ty = self.ty(v).clone();
-                    let n = self.mesh.size(a).unwrap_or(1);
-                    if local_ty.shape[j] % n == 0 {
-                        let r = self.b().build(
-                            Opcode::AllToAll,
-                            &[v],
-                            vec![
-                                ("axes", AttrValue::List(vec![AttrValue::Ident(a.clone())])),
-                                ("split_dim", AttrValue::Int(j as i64)),
-                                ("concat_dim", AttrValue::Int(i as i64)),
-                            ],
-                            &format!("{base}.a2a"),
-                        );
-                        self.record(r, vec![a.clone()], reason);
-                        return r;
-                    }
+                if moved_ok && local.shape[j] % self.mesh.size(a).unwrap_or(1) == 0 {
+                    return vec![Move::AllToAll { axis: a.clone(), split_dim: j, concat_dim: i }];
                 }
             }
         }
         // Gather what is not a prefix of the target, then split locally.
-        let mut cur = v;
+        let mut out = vec![];
         let mut have: Vec<Vec<String>> = from.to_vec();
         for d in 0..from.len() {
             let keep = from[d].iter().zip(&to[d]).take_while(|(x, y)| x == y).count();
@@ -142,26 +126,116 @@ impl Partitioner<'_> {
                 .take_while(|&k| !to.iter().enumerate().any(|(e, t)| e != d && t.contains(&from[d][k])))
                 .count();
             if keep < from[d].len() {
-                let axes: Vec<String> = from[d][keep..].to_vec();
-                let r = self.b().build(
-                    Opcode::AllGather,
-                    &[cur],
-                    vec![
-                        ("axes", AttrValue::List(axes.iter().map(|a| AttrValue::Ident(a.clone())).collect())),
-                        ("dim", AttrValue::Int(d as i64)),
-                    ],
-                    &format!("{base}.ag"),
-                );
-                self.record(r, axes, reason.clone());
-                cur = r;
+                out.push(Move::AllGather { axes: from[d][keep..].to_vec(), dim: d });
                 have[d].truncate(keep);
             }
         }
         let add: Vec<Vec<String>> = (0..to.len()).map(|d| to[d][have[d].len()..].to_vec()).collect();
         if add.iter().any(|a| !a.is_empty()) {
-            cur = self.local_split(cur, &add, &base);
+            out.push(Move::Split(add));
+        }
+        out
+    }
+
+    /// The bytes each device sends (ring formulas, as [`Partitioner::record`]
+    /// reports them) to reshard local value `v` of type `local` from `from`
+    /// to `to`: 0 when an earlier reshard of `v` to `to` is reused.
+    pub(crate) fn reshard_bytes(&self, v: Option<Value>, local: &TensorType, from: &[Vec<String>], to: &[Vec<String>]) -> u64 {
+        if v.is_some_and(|v| self.reshards.contains_key(&(v, from.to_vec(), to.to_vec()))) {
+            return 0;
+        }
+        let mut ty = local.clone();
+        let mut bytes = 0u64;
+        for m in self.moves(local, from, to) {
+            match m {
+                Move::AllToAll { axis, split_dim, concat_dim } => {
+                    let n = self.mesh.size(&axis).unwrap_or(1);
+                    let size = ty.bytes();
+                    bytes = bytes.saturating_add(CollectiveKind::AllToAll.ring_bytes(size, size, n));
+                    ty.shape[split_dim] /= n;
+                    ty.shape[concat_dim] *= n;
+                }
+                Move::AllGather { axes, dim } => {
+                    let n = self.mesh.group_size(axes.iter().map(|a| a.as_str()));
+                    let before = ty.bytes();
+                    ty.shape[dim] *= n;
+                    bytes = bytes.saturating_add(CollectiveKind::AllGather.ring_bytes(before, ty.bytes(), n));
+                }
+                Move::Split(_) => {}
+            }
+        }
+        bytes
+    }
+
+
+    /// Reshards local value `v` (of global type `global`) from `from` to `to`.
+    /// `why` says which op needs it, for the collective's reason. A value
+    /// resharded to the same target before, in the same function, is reused
+    /// (its collectives dominate every later use: a body is straight-line
+    /// code), as XLA's CSE merges equal all-gathers: an FSDP weight gathered
+    /// for the forward product serves the backward one too.
+    pub(crate) fn reshard(
+        &mut self,
+        v: Value,
+        global: &TensorType,
+        from: &[Vec<String>],
+        to: &[Vec<String>],
+        why: &str,
+    ) -> Value {
+        if from == to {
+            return v;
+        }
+        let key = (v, from.to_vec(), to.to_vec());
+        if let Some(&r) = self.reshards.get(&key) {
+            return r;
+        }
+        let base = self.name(v);
+        let reason = format!("{why}: {} -> {}", sharding_of(from), sharding_of(to));
+        let mut cur = v;
+        for m in self.moves(&self.ty(v).clone(), from, to) {
+            cur = match m {
+                Move::AllToAll { axis, split_dim, concat_dim } => {
+                    let r = self.b().build(
+                        Opcode::AllToAll,
+                        &[cur],
+                        vec![
+                            ("axes", AttrValue::List(vec![AttrValue::Ident(axis.clone())])),
+                            ("split_dim", AttrValue::Int(split_dim as i64)),
+                            ("concat_dim", AttrValue::Int(concat_dim as i64)),
+                        ],
+                        &format!("{base}.a2a"),
+                    );
+                    self.record(r, vec![axis], reason.clone());
+                    r
+                }
+                Move::AllGather { axes, dim } => {
+                    let r = self.b().build(
+                        Opcode::AllGather,
+                        &[cur],
+                        vec![
+                            ("axes", AttrValue::List(axes.iter().map(|a| AttrValue::Ident(a.clone())).collect())),
+                            ("dim", AttrValue::Int(dim as i64)),
+                        ],
+                        &format!("{base}.ag"),
+                    );
+                    self.record(r, axes, reason.clone());
+                    r
+                }
+                Move::Split(add) => self.local_split(cur, &add, &base),
+            };
         }
         debug_assert_eq!(self.ty(cur), &self.local(global, to));
+        self.reshards.insert(key, cur);
         cur
     }
+}
+
+/// One step of a reshard (`Partitioner::moves`).
+enum Move {
+    /// `axis` moves from dim `concat_dim` to the minor end of dim `split_dim`.
+    AllToAll { axis: String, split_dim: usize, concat_dim: usize },
+    /// Dim `dim` stops being split over `axes` (its minor ones).
+    AllGather { axes: Vec<String>, dim: usize },
+    /// Each dim is split further, locally, by the axes given for it.
+    Split(Vec<Vec<String>>),
 }
