@@ -12,6 +12,17 @@
 //! makes the same trade: later use, one message). Groups are applied one at a
 //! time, each found again on the rewritten program, so combining never creates
 //! a cycle. Groups are capped at [`COMBINE_LIMIT_BYTES`].
+//!
+//! **Overlap.** A group also closes once enough compute follows its last
+//! member to hide its message: when the products and convolutions between
+//! that member and the next candidate would take at least as long as the
+//! group's all-reduce ([`hides`], at the cost model's default CPU figures),
+//! the group's all-reduce can run during them (the plan's scheduler starts it
+//! there), so the candidate opens a new group instead of holding the first
+//! one back until its own gradient is ready. A backward pass's gradients then
+//! travel in buckets by readiness (as PyTorch DDP's do), each overlapping the
+//! rest of the backward pass; small programs, whose messages cost latency
+//! more than any compute could hide, still combine into one.
 
 use pjc_ir::builder::{signatures, Builder};
 use pjc_ir::{AttrValue, DType, FuncKind, Function, Inst, Mesh, Opcode, TensorType, Value};
@@ -45,27 +56,71 @@ fn key_of(f: &Function, i: Inst, varying: &HashMap<Value, pjc_ir::replication::A
 /// The most groups of one key open at a time.
 const MAX_OPEN: usize = 16;
 
+/// The device and link figures [`hides`] judges by: those of `pjc explain`'s
+/// default CPU class (`pjc_plan::cost::Machine::cpu`: 1000 GFLOP/s, a 25 GB/s
+/// link with 5 us per message), which a later stage owns.
+const HIDE_GFLOPS: f64 = 1000.0;
+const HIDE_LINK_GBPS: f64 = 25.0;
+const HIDE_LATENCY_US: f64 = 5.0;
+
+/// Arithmetic of a product or convolution (2 per multiply-add), else 0.
+fn flops(f: &Function, d: &pjc_ir::InstData) -> f64 {
+    let out = d.results.first().map_or(0.0, |&r| f.values[r].ty.num_elements() as f64);
+    let shape = |k: usize| d.operands.get(k).map(|&o| f.values[o].ty.shape.clone()).unwrap_or_default();
+    match d.op {
+        Opcode::DotGeneral => {
+            let lhs = shape(0);
+            let contract: f64 = d.attr("lhs_contract").and_then(|a| a.as_ints()).unwrap_or_default().iter().map(|&k| lhs.get(k as usize).copied().unwrap_or(1) as f64).product();
+            2.0 * out * contract
+        }
+        Opcode::Convolution => {
+            // Each output element takes (kernel elements / output features) taps.
+            let k = shape(1);
+            let kernel: f64 = k.iter().map(|&x| x as f64).product();
+            let out_features = k.iter().copied().max().unwrap_or(1).max(1) as f64;
+            2.0 * out * kernel / out_features
+        }
+        _ => 0.0,
+    }
+}
+
+/// Whether `flops` of compute take at least as long as an all-reduce of
+/// `bytes` over `n` devices (ring: 2(n-1) messages, 2(n-1)/n of the bytes).
+fn hides(flops: f64, bytes: u64, n: u64) -> bool {
+    let n = n.max(2) as f64;
+    let ar = 2.0 * (n - 1.0) * HIDE_LATENCY_US * 1e-6 + 2.0 * (n - 1.0) / n * bytes as f64 / (HIDE_LINK_GBPS * 1e9);
+    flops / (HIDE_GFLOPS * 1e9) >= ar
+}
+
 /// The first group of two or more all-reduces that can share a message.
-fn find_group(f: &Function) -> Option<Vec<Inst>> {
+fn find_group(f: &Function, mesh: &Mesh) -> Option<Vec<Inst>> {
     struct Open {
         key: Key,
         members: Vec<Inst>,
         /// Values depending on the members' results.
         dependents: HashSet<Value>,
         bytes: u64,
+        /// The compute done (FLOPs, in program order) at its last member.
+        at: f64,
     }
     let varying = pjc_ir::replication::varying_axes(f, &pjc_ir::Module::default());
     let mut open: Vec<Open> = vec![];
+    let mut done = 0.0f64;
     for &i in &f.body {
         let d = &f.insts[i];
+        done += flops(f, d);
         if let Some(key) = key_of(f, i, &varying) {
             // Saturating: a type past 2^64 bytes is never combined.
             let size = f.values[d.results[0]].ty.bytes();
             let operand = d.operands[0];
-            match open.iter_mut().find(|g| g.key == key && !g.dependents.contains(&operand) && g.bytes.saturating_add(size) <= COMBINE_LIMIT_BYTES) {
+            let n = mesh.group_size(key.axes.iter().map(String::as_str));
+            match open.iter_mut().find(|g| {
+                g.key == key && !g.dependents.contains(&operand) && g.bytes.saturating_add(size) <= COMBINE_LIMIT_BYTES && !hides(done - g.at, g.bytes, n)
+            }) {
                 Some(g) => {
                     g.members.push(i);
                     g.bytes += size;
+                    g.at = done;
                     g.dependents.insert(d.results[0]);
                 }
                 None => {
@@ -79,7 +134,7 @@ fn find_group(f: &Function) -> Option<Vec<Inst>> {
                             open.remove(g);
                         }
                     }
-                    open.push(Open { key, members: vec![i], dependents: HashSet::from([d.results[0]]), bytes: size })
+                    open.push(Open { key, members: vec![i], dependents: HashSet::from([d.results[0]]), bytes: size, at: done })
                 }
             }
         }
@@ -104,7 +159,7 @@ pub fn combine_all_reduces(f: &mut Function, mesh: &Mesh) -> usize {
     }
     let mut removed = 0;
     let sigs = signatures(&pjc_ir::Module::default());
-    while let Some(g) = find_group(f) {
+    while let Some(g) = find_group(f, mesh) {
         let last = *g.last().expect("groups have members");
         let first_member = &f.insts[g[0]];
         let attrs: Vec<(String, AttrValue)> = first_member.attrs.iter().map(|a| (a.name.clone(), a.value.clone())).collect();

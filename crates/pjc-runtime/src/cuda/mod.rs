@@ -821,7 +821,8 @@ mod tests {
         let ptx = PtxModule { arch: "sm_90".into(), ptx: String::new(), kernels: vec![] };
         let world = World::single();
         let mesh = Mesh { axes: vec![] };
-        match CudaBackend::new(&plan, &ptx, &world, &mesh, &[]) {
+        let memory = Memory { offsets: vec![], peak: 0, donated: vec![], fullest: Default::default() };
+        match CudaBackend::new(&plan, &memory, &ptx, &world, &mesh, &[]) {
             Err(RuntimeError::Env(m)) => assert!(m.contains("CUDA"), "{m}"),
             Err(e) => panic!("unexpected error kind: {e:?}"),
             Ok(_) => panic!("a backend without a GPU"),
