@@ -216,6 +216,12 @@ pub struct CudaBackend {
     /// `--trace`: each step synchronized and timed (only while tracing).
     trace: Option<Vec<crate::trace::Event>>,
     stream: Arc<CudaStream>,
+    /// The collectives' stream: every collective runs on it, ordered against
+    /// the compute stream with events (a start/done pair waits for its event
+    /// only at its done, so the compute between overlaps it).
+    comm: Arc<CudaStream>,
+    /// Events for that ordering, reused (created on demand).
+    events: Vec<sys::CUevent>,
     ctx: Arc<CudaContext>,
 }
 
@@ -249,9 +255,11 @@ impl CudaBackend {
         let (ctx, stream) = guarded("creating the CUDA context", || {
             let ctx = CudaContext::new(ordinal).map_err(|e| format!("cannot create a context on GPU {ordinal}: {e}"))?;
             let stream = ctx.new_stream().map_err(|e| format!("cannot create a stream on GPU {ordinal}: {e}"))?;
-            Ok((ctx, stream))
+            let comm = ctx.new_stream().map_err(|e| format!("cannot create a stream on GPU {ordinal}: {e}"))?;
+            Ok((ctx, (stream, comm)))
         })
         .map_err(RuntimeError::Env)?;
+        let (stream, comm) = stream;
         let plan = pjc_host::device::cuda_plan(plan).map_err(|e| RuntimeError::Internal(e.to_string()))?;
         let mut be = CudaBackend {
             plan,
@@ -271,6 +279,8 @@ impl CudaBackend {
             coords: mesh.coords(world.rank() as u64),
             trace: None,
             stream,
+            comm,
+            events: vec![],
             ctx,
         };
         be.load_module(ptx)?;
@@ -528,7 +538,9 @@ impl CudaBackend {
                 // SAFETY: the pointers are this plan's buffers and the scratch sized
                 // for `op` at construction; the group is the step's.
                 let g = &self.groups[*group];
-                unsafe { collective::run(op, &p, g, self.nccl, stream) }
+                // On the collectives' stream (see `run_steps`).
+                let _ = stream;
+                unsafe { collective::run(op, &p, g, self.nccl, self.comm.cu_stream()) }
                     .map_err(|e| RuntimeError::Env(format!("{e} (group over [{}], position {} of {})", g.axes.join(", "), g.pos, g.size)))
             }
         }
@@ -595,7 +607,42 @@ impl CudaBackend {
     /// each iteration, a `switch` for its index; a `scan` never waits).
     fn run_steps(&mut self, steps: &[Step], first: usize) -> Result<(), RuntimeError> {
         let mut si = first;
-        for step in steps {
+        // Started collectives: (done position, the event of their end).
+        let mut pending: Vec<(usize, sys::CUevent)> = vec![];
+        for (j, step) in steps.iter().enumerate() {
+            self.dones(&mut pending, j)?;
+            if let Step::Collective { done, .. } = step {
+                // The collectives' stream waits for the compute before it.
+                let ready = self.event()?;
+                // SAFETY: live event and streams of this context.
+                unsafe {
+                    result::event::record(ready, self.cu_stream()).map_err(cuda("recording an event"))?;
+                    result::stream::wait_event(self.comm.cu_stream(), ready, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT).map_err(cuda("ordering the collectives' stream"))?;
+                }
+                self.events.push(ready);
+                let start = std::time::Instant::now();
+                self.run_step(si).map_err(|e| match e {
+                    RuntimeError::Env(m) => RuntimeError::Env(format!("GPU {} step {si}: {m}", self.ordinal)),
+                    other => other,
+                })?;
+                let end = self.event()?;
+                // SAFETY: as above.
+                unsafe { result::event::record(end, self.comm.cu_stream()) }.map_err(cuda("recording an event"))?;
+                match done {
+                    // Tracing times every step: it waits here as if blocking.
+                    Some(d) if self.trace.is_none() => pending.push((*d, end)),
+                    _ => self.dones(&mut vec![(j, end)], j)?,
+                }
+                if self.trace.is_some() {
+                    self.comm.synchronize().map_err(cuda("synchronizing the collectives' stream"))?;
+                    if let Step::Collective { inst, input, .. } = step {
+                        let args = serde_json::json!({"bytes": self.plan.buffers[*input].bytes()});
+                        self.traced(inst.op.to_string(), "collective", start, args);
+                    }
+                }
+                si += 1;
+                continue;
+            }
             if let Step::Control(c) = step {
                 let buffers = std::mem::take(&mut self.plan.buffers);
                 let r = pjc_plan::control::run_control(&buffers, c, si, self, RuntimeError::Internal);
@@ -623,7 +670,28 @@ impl CudaBackend {
             }
             si += 1;
         }
+        self.dones(&mut pending, steps.len())
+    }
+
+    /// The compute stream waits for the started collectives due before step
+    /// `j` (their end events go back to the pool).
+    fn dones(&mut self, pending: &mut Vec<(usize, sys::CUevent)>, j: usize) -> Result<(), RuntimeError> {
+        while let Some(k) = pending.iter().position(|p| p.0 == j) {
+            let (_, ev) = pending.remove(k);
+            // SAFETY: a live event of this context, recorded on the
+            // collectives' stream.
+            unsafe { result::stream::wait_event(self.cu_stream(), ev, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }.map_err(cuda("waiting for a collective"))?;
+            self.events.push(ev);
+        }
         Ok(())
+    }
+
+    /// An event from the pool, or a new one (without timing).
+    fn event(&mut self) -> Result<sys::CUevent, RuntimeError> {
+        match self.events.pop() {
+            Some(e) => Ok(e),
+            None => result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING).map_err(cuda("creating an event")),
+        }
     }
 
     /// Copies `(src, dst, bytes)` on the stream as one parallel assignment:
@@ -783,6 +851,12 @@ impl Drop for CudaBackend {
         // Errors here cannot be reported; the process is ending or failing.
         let _ = self.ctx.bind_to_thread();
         let _ = self.stream.synchronize();
+        let _ = self.comm.synchronize();
+        for e in self.events.drain(..) {
+            // SAFETY: created by `event`, no longer waited on (both streams
+            // are synchronized).
+            let _ = unsafe { result::event::destroy(e) };
+        }
         collective::destroy(&self.groups, self.nccl);
         self.groups.clear();
         self.blas = None;
