@@ -18,7 +18,8 @@
 //!
 //! Memory: the buffer plan (`memory.rs`) keeps a pair's input and output
 //! live from its start to its done, so the arena it computes is the memory of
-//! the overlapped schedule.
+//! the overlapped schedule; [`schedule`] bounds it (at most
+//! [`MEMORY_SLACK_PERCENT`] above the program order's peak).
 
 use pjc_plan::control::whole_of;
 use pjc_plan::{Buffer, Plan, Step};
@@ -59,10 +60,79 @@ fn io(s: &Step, buffers: &[Buffer]) -> (Vec<usize>, Vec<usize>) {
 }
 
 /// Schedules every step list of `plan` (see the module doc).
+/// `PJC_OVERLAP=0` (at compile time) leaves the plan in program order with
+/// every collective blocking, to compare.
+///
+/// Memory bound: the overlapped schedule may raise the buffer plan's peak by
+/// at most [`MEMORY_SLACK_PERCENT`] over the program order's; beyond that,
+/// the pairs holding the most bytes in flight longest become blocking one by
+/// one, and if that is not enough the program order stays.
 pub fn schedule(plan: &mut Plan) {
+    if std::env::var("PJC_OVERLAP").is_ok_and(|v| v == "0") {
+        return;
+    }
+    let original = plan.clone();
     let buffers = std::mem::take(&mut plan.buffers);
     schedule_steps(&mut plan.steps, &buffers);
     plan.buffers = buffers;
+    let base = crate::memory::plan_memory(&original, &[]).peak;
+    let bound = base.saturating_add(base / 100 * MEMORY_SLACK_PERCENT);
+    while crate::memory::plan_memory(plan, &[]).peak > bound {
+        if !make_one_blocking(&mut plan.steps, &plan.buffers) {
+            *plan = original;
+            return;
+        }
+    }
+}
+
+/// How much the overlapped schedule may raise the peak memory (percent).
+pub const MEMORY_SLACK_PERCENT: u64 = 10;
+
+/// Turns the start/done pair (in any step list) holding the most bytes in
+/// flight for the most steps into a blocking collective; false when none is
+/// left.
+fn make_one_blocking(steps: &mut [Step], buffers: &[Buffer]) -> bool {
+    fn weight(steps: &[Step], buffers: &[Buffer], best: &mut Option<(u64, Vec<usize>)>, path: &mut Vec<usize>) {
+        for (i, s) in steps.iter().enumerate() {
+            path.push(i);
+            match s {
+                Step::Collective { input, output, done: Some(d), .. } => {
+                    let w = (buffers[*input].bytes() + buffers[*output].bytes()).saturating_mul((d - i) as u64);
+                    if best.as_ref().is_none_or(|b| w > b.0) {
+                        *best = Some((w, path.clone()));
+                    }
+                }
+                Step::Control(c) => {
+                    for (k, b) in c.blocks().into_iter().enumerate() {
+                        path.push(k);
+                        weight(&b.steps, buffers, best, path);
+                        path.pop();
+                    }
+                }
+                _ => {}
+            }
+            path.pop();
+        }
+    }
+    let mut best = None;
+    weight(steps, buffers, &mut best, &mut vec![]);
+    let Some((_, path)) = best else { return false };
+    // Follow the path: step index, then (block, step index) pairs.
+    let mut list: &mut [Step] = steps;
+    let mut k = 0;
+    loop {
+        let i = path[k];
+        if k + 1 == path.len() {
+            if let Step::Collective { done, .. } = &mut list[i] {
+                *done = None;
+            }
+            return true;
+        }
+        let Step::Control(c) = &mut list[i] else { unreachable!("the path goes through control steps") };
+        let b = path[k + 1];
+        list = &mut c.blocks_mut().into_iter().nth(b).expect("the path's block").steps;
+        k += 2;
+    }
 }
 
 fn schedule_steps(steps: &mut Vec<Step>, buffers: &[Buffer]) {

@@ -98,3 +98,36 @@ fn the_memory_check_names_buffers_that_overlap() {
     let names: Vec<&str> = temps.iter().map(|&t| p.buffers[t].name.as_str()).collect();
     assert!(e.contains("%y") || names.iter().any(|n| e.contains(&format!("%{n} "))), "{e}\n{p}");
 }
+
+/// The overlap scheduler's memory bound: keeping a big all-reduce's input
+/// live until its done would raise the peak far beyond the slack (here the
+/// input is as large as everything else live), so the collective stays
+/// blocking; a small one beside the same work overlaps it.
+#[test]
+fn overlap_stays_within_the_memory_bound() {
+    let prog = |n: u64| {
+        format!(
+            "mesh [data=2]
+
+spmd func @main(%x: f32[{n}] on [data], %y: f32[512,512]) -> (r: f32[{n}] on [data], s: f32[512,512]) {{
+  %a = exp %x
+  %r = all_reduce %a {{axes=[data], kind=sum}}
+  %t1 = tanh %y
+  %t2 = dot_general %t1, %t1 {{lhs_contract=[1], rhs_contract=[0]}} : f32[512,512]
+  %t3 = tanh %t2
+  %s = dot_general %t3, %t3 {{lhs_contract=[1], rhs_contract=[0]}} : f32[512,512]
+  return %r, %s
+}}"
+        )
+    };
+    let pairs = |p: &pjc_plan::Plan| p.steps.iter().filter(|s| matches!(s, pjc_plan::Step::Collective { done: Some(_), .. })).count();
+    // 4 MiB in flight beside 3 MiB of products: blocking.
+    let big = plan_of(&prog(1 << 20));
+    assert_eq!(pairs(&big), 0, "{big}");
+    // 4 KiB in flight: overlapped, within the bound.
+    let small = plan_of(&prog(1 << 10));
+    assert_eq!(pairs(&small), 1, "{small}");
+    for p in [&big, &small] {
+        pjc_fusion::check_memory(p, &plan_memory(p, &[]), &[], false).unwrap();
+    }
+}
