@@ -93,14 +93,84 @@ fn corrupt(m: String) -> RuntimeError {
     RuntimeError::Env(format!("this executable is damaged: {m}"))
 }
 
-/// The compiled program the executable carries: decoded as it is, after
-/// its format, schema and hash checks; nothing is re-derived.
-pub fn load(p: &Payload) -> Result<Artifact, RuntimeError> {
-    let bytes = p.get(section::ARTIFACT).ok_or_else(|| corrupt(format!("it carries no '{}' section", section::ARTIFACT)))?;
+/// The compiled program the executable carries for `processes` processes:
+/// decoded as it is, after its format, schema and hash checks; nothing is
+/// re-derived. An ordinary executable has one program (whose mesh
+/// [`World::check_device_count`] checks against the process count); an
+/// elastic one picks the program for `processes` and refuses a count it
+/// carries none for, listing those it does.
+pub fn load(p: &Payload, processes: usize) -> Result<Artifact, RuntimeError> {
+    let name = match p.elastic().map_err(corrupt)? {
+        None => section::ARTIFACT.to_string(),
+        Some(e) => {
+            let counts = e.process_counts();
+            if !counts.contains(&(processes as u64)) {
+                let list = crate::payload::or_list(&counts);
+                return Err(env(format!(
+                    "this executable carries its program for {list} processes (--elastic {}), but {processes} process{} started; launch it with mpirun -np {list}",
+                    e.spec(),
+                    if processes == 1 { " was" } else { "es were" }
+                )));
+            }
+            section::artifact_for(processes as u64)
+        }
+    };
+    let bytes = p.get(&name).ok_or_else(|| corrupt(format!("it carries no '{name}' section")))?;
     Artifact::from_bytes(bytes).map_err(|e| match e {
         ArtifactError::Format { .. } | ArtifactError::Schema { .. } => RuntimeError::Env(format!("this executable cannot run with this runtime: {e}")),
         e => corrupt(e.to_string()),
     })
+}
+
+/// The process counts the executable runs on, smallest first: one (its
+/// mesh's device count), or an elastic executable's list.
+pub fn process_counts(p: &Payload) -> Result<Vec<u64>, RuntimeError> {
+    match p.elastic().map_err(corrupt)? {
+        Some(e) => Ok(e.process_counts()),
+        None => Ok(vec![load(p, 0)?.mesh.device_count()]),
+    }
+}
+
+/// Test hooks of loop mode, for the elastic tests (docs/training.md):
+/// `PJC_TEST_KILL_RANK=R@S` makes rank R kill itself with SIGKILL just
+/// before step S (S steps done), in the first launch of a supervised run
+/// only (`PJC_SUPERVISE_LAUNCH` unset or 0); `R@S/every` in every launch.
+/// `PJC_TEST_STEP_MS=N` makes every step last at least N ms.
+struct TestHooks {
+    kill: Option<(usize, u64)>,
+    step_ms: u64,
+}
+
+impl TestHooks {
+    fn from_env() -> TestHooks {
+        let first_launch = std::env::var("PJC_SUPERVISE_LAUNCH").map_or(true, |l| l == "0");
+        let kill = std::env::var("PJC_TEST_KILL_RANK").ok().and_then(|v| {
+            let (spec, every) = match v.strip_suffix("/every") {
+                Some(s) => (s.to_string(), true),
+                None => (v.clone(), false),
+            };
+            let (r, s) = spec.split_once('@')?;
+            (every || first_launch).then_some((r.trim().parse().ok()?, s.trim().parse().ok()?))
+        });
+        let step_ms = std::env::var("PJC_TEST_STEP_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+        TestHooks { kill, step_ms }
+    }
+
+    fn before_step(&self, rank: usize, step: u64) {
+        if self.kill == Some((rank, step)) {
+            // SAFETY: kill(2) on this process; it does not return.
+            unsafe {
+                libc::kill(libc::getpid(), libc::SIGKILL);
+            }
+        }
+    }
+
+    fn after_step(&self, began: Instant) {
+        let want = std::time::Duration::from_millis(self.step_ms);
+        if let Some(left) = want.checked_sub(began.elapsed()) {
+            std::thread::sleep(left);
+        }
+    }
 }
 
 /// Where each parameter's value comes from.
@@ -272,7 +342,7 @@ fn scalar_text(t: &Tensor) -> String {
 }
 
 /// The checkpoint view of the carried parameters.
-fn carried_views<'p>(p: &'p Artifact) -> Vec<crate::checkpoint::Carried<'p>> {
+pub(crate) fn carried_views<'p>(p: &'p Artifact) -> Vec<crate::checkpoint::Carried<'p>> {
     p.carried
         .iter()
         .map(|&(_, i)| crate::checkpoint::Carried { name: &p.params[i].name, ty: p.params[i].global.clone(), sharding: p.params[i].sharding.as_ref() })
@@ -304,7 +374,7 @@ fn check_flags(a: &ExeArgs) -> Result<(), RuntimeError> {
 /// Runs the program on `world` with flags `a`; the process started at
 /// `started` (the trace's start-up span measures from there).
 pub fn run(world: &World, payload: &Payload, a: &ExeArgs, started: Instant) -> Result<(), RuntimeError> {
-    let p = agree(world, load(payload).and_then(|p| world.check_device_count(&p.mesh).map(|_| p)))?;
+    let p = agree(world, load(payload, world.size()).and_then(|p| world.check_device_count(&p.mesh).map(|_| p)))?;
     check_flags(a)?;
     if a.list_devices {
         return crate::devices::list(world, &p, a.device);
@@ -384,7 +454,10 @@ pub fn run(world: &World, payload: &Payload, a: &ExeArgs, started: Instant) -> R
     let t0 = Instant::now();
     let mut last = (start, t0);
     let mut ran = false;
+    let hooks = TestHooks::from_env();
     for s in start..steps {
+        hooks.before_step(world.rank(), s);
+        let began = Instant::now();
         let t_step = tracer.now();
         for (i, f) in feeds.iter().enumerate() {
             if let Feed::Data(src) = f {
@@ -393,6 +466,7 @@ pub fn run(world: &World, payload: &Payload, a: &ExeArgs, started: Instant) -> R
             }
         }
         backend.run().map_err(fatal)?;
+        hooks.after_step(began);
         ran = true;
         tracer.extend(backend.take_trace());
         let done = s + 1;
@@ -493,22 +567,31 @@ pub fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(code);
         }
     };
+    let payload = match read_payload() {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    crate::main_with(|w| run(w, &payload, &a, started))
+}
+
+/// The program this executable carries; on failure the error is printed
+/// and the exit code returned.
+pub fn read_payload() -> Result<Payload, std::process::ExitCode> {
     let payload = std::env::current_exe()
         .map_err(|e| e.to_string())
         .and_then(|exe| Payload::read_from(&exe).map(|p| (exe, p)));
-    let payload = match payload {
-        Ok((_, Some(p))) => p,
+    match payload {
+        Ok((_, Some(p))) => Ok(p),
         Ok((exe, None)) => {
             eprintln!(
                 "error: '{}' is pjc's runner and carries no program; `pjc compile FILE.pir -o OUT` makes an executable from it",
                 exe.display()
             );
-            return std::process::ExitCode::from(2);
+            Err(std::process::ExitCode::from(2))
         }
         Err(e) => {
             eprintln!("error: cannot read this executable's program: {e}");
-            return std::process::ExitCode::from(2);
+            Err(std::process::ExitCode::from(2))
         }
-    };
-    crate::main_with(|w| run(w, &payload, &a, started))
+    }
 }

@@ -20,8 +20,9 @@
 //! - [`results`]: a result assembled from every device's shard; writing them.
 //! - [`trace`]: `--trace` files; [`summary`]: their measured
 //!   communication/compute ratio per rank.
-//! - [`exe`]: the compiled executable's `main` (flags, device choice, loop
-//!   mode, logging).
+//! - [`exe`]: one rank's `main` (flags, device choice, loop mode, logging);
+//!   [`supervise`]: `model.bin supervise`, elastic training (relaunch on
+//!   the processes that remain); [`runner`]: the entry point choosing one.
 //! - [`RuntimeError`] (`error.rs`): why a run failed, and its exit code.
 
 pub mod backend;
@@ -37,8 +38,10 @@ pub mod memory;
 pub mod pack;
 pub mod payload;
 pub mod results;
+pub mod runner;
 pub mod shardio;
 pub mod summary;
+pub mod supervise;
 pub mod trace;
 pub mod world;
 

@@ -10,9 +10,12 @@
 //!
 //! The ELF loader ignores bytes past the program's segments, so the file is
 //! still the runner executable; the runner opens itself (`/proc/self/exe`)
-//! and reads the trailer. Today one section is written: the compiled
-//! artefact ([`section::ARTIFACT`]), whose own header carries its format,
-//! schema and hash.
+//! and reads the trailer. An ordinary executable carries one section, the
+//! compiled artefact ([`section::ARTIFACT`]), whose own header carries its
+//! format, schema and hash. An elastic one (`pjc compile --elastic
+//! AXIS=N1,N2,...`) carries one artefact per process count
+//! ([`section::artifact_for`]) and an [`section::ELASTIC`] section
+//! ([`Elastic`], JSON) that lists them.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -25,6 +28,62 @@ const TRAILER: usize = 24;
 pub mod section {
     /// The compiled artefact (`pjc_plan::Artifact`: versioned, hashed).
     pub const ARTIFACT: &str = "artifact";
+    /// An elastic executable's list of programs ([`super::Elastic`], JSON).
+    pub const ELASTIC: &str = "elastic";
+    /// The artefact an elastic executable runs on `processes` processes.
+    pub fn artifact_for(processes: u64) -> String {
+        format!("artifact.{processes}")
+    }
+}
+
+/// The programs an elastic executable carries: one per size of one mesh
+/// axis, the other axes fixed.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Elastic {
+    /// The mesh axis whose size varies.
+    pub axis: String,
+    /// In the order `--elastic` listed them.
+    pub programs: Vec<ElasticProgram>,
+}
+
+/// One program of an elastic executable.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ElasticProgram {
+    /// The size of the axis.
+    pub size: u64,
+    /// Its process count (the mesh's device count).
+    pub processes: u64,
+    /// Its mesh, in PIR syntax (`[data=2, model=2]`).
+    pub mesh: String,
+}
+
+impl Elastic {
+    /// The process counts, smallest first.
+    pub fn process_counts(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self.programs.iter().map(|p| p.processes).collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    /// The section's bytes.
+    pub fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("plain data serializes")
+    }
+
+    /// `--elastic`'s spelling: `data=1,2,4`.
+    pub fn spec(&self) -> String {
+        format!("{}={}", self.axis, self.programs.iter().map(|p| p.size.to_string()).collect::<Vec<_>>().join(","))
+    }
+}
+
+/// "1, 2 or 4".
+pub fn or_list(v: &[u64]) -> String {
+    match v {
+        [] => String::new(),
+        [x] => x.to_string(),
+        [init @ .., last] => format!("{} or {last}", init.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")),
+    }
 }
 
 /// A payload: named byte sections, in order.
@@ -40,6 +99,14 @@ impl Payload {
 
     pub fn get(&self, name: &str) -> Option<&[u8]> {
         self.sections.iter().find(|(n, _)| n == name).map(|(_, d)| d.as_slice())
+    }
+
+    /// The elastic section, when the executable has one.
+    pub fn elastic(&self) -> Result<Option<Elastic>, String> {
+        match self.get(section::ELASTIC) {
+            None => Ok(None),
+            Some(_) => serde_json::from_str(self.text(section::ELASTIC)?).map(Some).map_err(|e| format!("its '{}' section is corrupt: {e}", section::ELASTIC)),
+        }
     }
 
     pub fn text(&self, name: &str) -> Result<&str, String> {
@@ -140,6 +207,26 @@ mod tests {
         std::fs::write(&dir, &bad).unwrap();
         assert!(Payload::read_from(&dir).is_err());
         std::fs::remove_file(&dir).unwrap();
+    }
+
+    #[test]
+    fn elastic_section_round_trips() {
+        let e = Elastic {
+            axis: "data".into(),
+            programs: [4u64, 1, 2].iter().map(|&n| ElasticProgram { size: n, processes: 2 * n, mesh: format!("[data={n}, model=2]") }).collect(),
+        };
+        let mut p = Payload::default();
+        assert_eq!(p.elastic(), Ok(None));
+        p.add(section::ELASTIC, e.to_json());
+        let back = p.elastic().unwrap().unwrap();
+        assert_eq!(back, e);
+        assert_eq!(back.process_counts(), vec![2, 4, 8]);
+        assert_eq!(back.spec(), "data=4,1,2");
+        assert_eq!(or_list(&back.process_counts()), "2, 4 or 8");
+        assert_eq!(section::artifact_for(8), "artifact.8");
+        let mut bad = Payload::default();
+        bad.add(section::ELASTIC, b"{".to_vec());
+        assert!(bad.elastic().unwrap_err().contains("corrupt"));
     }
 
     #[test]

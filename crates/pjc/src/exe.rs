@@ -164,6 +164,113 @@ pub struct CodegenArgs {
 /// Stages codegen and package: compiles the planned compilation `c` into
 /// executable `out`.
 pub fn compile(c: &Compilation, out: &Path, a: &CodegenArgs) -> Result<(), Failure> {
+    let (bytes, report) = build_artifact(c, a, true)?;
+    let mut p = Payload::default();
+    p.add(section::ARTIFACT, bytes);
+    let t = std::time::Instant::now();
+    package(out, &p)?;
+    if let Some((mut stages, stats)) = report {
+        let (last, d) = stages.pop().expect("packaging");
+        stages.push((last, d + t.elapsed()));
+        eprint!("{}", stages_report(&(stages, stats), a));
+    }
+    Ok(())
+}
+
+/// `--elastic AXIS=N1,N2,...`: the axis and its sizes (positive, distinct).
+pub fn parse_elastic(spec: &str) -> Result<(String, Vec<u64>), Failure> {
+    let bad = || Failure::Env(format!("--elastic '{spec}': expected AXIS=N1,N2,... with positive sizes, e.g. data=1,2,4"));
+    let (axis, list) = spec.split_once('=').ok_or_else(bad)?;
+    let axis = axis.trim();
+    if axis.is_empty() {
+        return Err(bad());
+    }
+    let mut sizes = vec![];
+    for n in list.split(',') {
+        let n: u64 = n.trim().parse().ok().filter(|&n| n > 0).ok_or_else(bad)?;
+        if sizes.contains(&n) {
+            return Err(Failure::Env(format!("--elastic '{spec}' lists size {n} twice")));
+        }
+        sizes.push(n);
+    }
+    Ok((axis.to_string(), sizes))
+}
+
+/// `pjc compile FILE -o OUT --elastic AXIS=N1,...`: one full compilation per
+/// size of `axis` (the other axes as the module, or `--mesh`, gives them),
+/// all carried by one executable that picks the program for its process
+/// count. Identical kernels are compiled once, through the compile cache.
+pub fn compile_elastic(
+    file: &Path,
+    entry: &str,
+    mesh: Option<&str>,
+    acc: Option<pjc_transforms::Accumulate>,
+    spec: &str,
+    out: &Path,
+    a: &CodegenArgs,
+) -> Result<(), Failure> {
+    let (axis, sizes) = parse_elastic(spec)?;
+    let base = Compilation::load(file, entry, mesh)?.module.mesh_or_single();
+    if base.axis(&axis).is_none() {
+        let have: Vec<&str> = base.axes.iter().map(|x| x.name.as_str()).collect();
+        return Err(Failure::Env(if have.is_empty() {
+            format!("--elastic {spec}: the module has no mesh, so there is no axis '{axis}' to vary")
+        } else {
+            format!("--elastic {spec}: the module's mesh has no axis '{axis}' (its axes: {})", have.join(", "))
+        }));
+    }
+    let runner = read_runner()?;
+    let mut p = Payload::default();
+    let mut programs = vec![];
+    for (i, &n) in sizes.iter().enumerate() {
+        let mesh_spec = base.axes.iter().map(|x| format!("{}={}", x.name, if x.name == axis { n } else { x.size })).collect::<Vec<_>>().join(",");
+        let c = Compilation::run_with(file, entry, Some(&mesh_spec), acc.clone(), crate::pipeline::Stage::Plan).map_err(|e| match e {
+            Failure::Env(m) => Failure::Env(format!("--elastic {axis}={n}: {m}")),
+            Failure::Program(t) => Failure::Program(format!("note: compiling for --elastic {axis}={n} (--mesh {mesh_spec})\n{t}")),
+        })?;
+        let mesh = c.module.mesh_or_single();
+        let (bytes, report) = build_artifact(&c, a, i == 0).map_err(|e| match e {
+            Failure::Env(m) => Failure::Env(format!("--elastic {axis}={n}: {m}")),
+            other => other,
+        })?;
+        if let Some(stages) = report {
+            eprint!("mesh {mesh}: {}", stages_report(&stages, a));
+        }
+        let processes = mesh.device_count();
+        p.add(&section::artifact_for(processes), bytes);
+        programs.push(pjc_runtime::payload::ElasticProgram { size: n, processes, mesh: mesh.to_string() });
+    }
+    let e = pjc_runtime::payload::Elastic { axis, programs };
+    p.add(section::ELASTIC, e.to_json());
+    write_executable(out, &p.append_to(&runner))
+}
+
+/// The runner's bytes (checked not to be a compiled program itself).
+fn read_runner() -> Result<Vec<u8>, Failure> {
+    let runner_path = find_runner()?;
+    let runner = std::fs::read(&runner_path).map_err(|e| Failure::Env(format!("cannot read '{}': {}", runner_path.display(), io_reason(&e))))?;
+    if pjc_runtime::payload::Payload::read_from(&runner_path).ok().flatten().is_some() {
+        return Err(Failure::Env(format!("'{}' is a compiled program, not pjc's runner", runner_path.display())));
+    }
+    Ok(runner)
+}
+
+/// Writes `p` after the runner into executable `out`.
+fn package(out: &Path, p: &Payload) -> Result<(), Failure> {
+    write_executable(out, &p.append_to(&read_runner()?))
+}
+
+/// What `--timings` prints for one build.
+type Report = (Vec<(&'static str, std::time::Duration)>, Vec<pjc_codegen::TargetStats>);
+
+fn stages_report(r: &Report, a: &CodegenArgs) -> String {
+    timings_report(&r.0, &r.1, a)
+}
+
+/// Codegen, linking and the artefact of the planned compilation `c`, in
+/// bytes; with `--timings`, its report. `warn`: print the warning about
+/// missing GPU code (once per executable).
+fn build_artifact(c: &Compilation, a: &CodegenArgs, warn: bool) -> Result<(Vec<u8>, Option<Report>), Failure> {
     use pjc_codegen::program::{par_map, Target};
     use std::time::Instant;
     let entry = c.module.funcs[c.entry].name.clone();
@@ -204,7 +311,9 @@ pub fn compile(c: &Compilation, out: &Path, a: &CodegenArgs) -> Result<(), Failu
         Some(Err(pjc_codegen::CodegenError::Input(m))) => return Err(Failure::Env(m)),
         Some(Err(e)) if gpu_required => return Err(Failure::Env(format!("no GPU code for --target {}: {e}", if host { "all" } else { "cuda" }))),
         Some(Err(e)) => {
-            eprintln!("warning: the executable gets no GPU code and runs on CPUs only: {e}");
+            if warn {
+                eprintln!("warning: the executable gets no GPU code and runs on CPUs only: {e}");
+            }
             // `--list-devices` prints it: say that it is about the compiling machine.
             Err(format!("when it was compiled: {e}"))
         }
@@ -230,22 +339,14 @@ pub fn compile(c: &Compilation, out: &Path, a: &CodegenArgs) -> Result<(), Failu
         ptx,
     };
     let bytes = artifact.to_bytes().map_err(|e| internal(e.to_string()))?;
-    let mut p = Payload::default();
-    p.add(section::ARTIFACT, bytes);
-    let runner_path = find_runner()?;
-    let runner = std::fs::read(&runner_path).map_err(|e| Failure::Env(format!("cannot read '{}': {}", runner_path.display(), io_reason(&e))))?;
-    if pjc_runtime::payload::Payload::read_from(&runner_path).ok().flatten().is_some() {
-        return Err(Failure::Env(format!("'{}' is a compiled program, not pjc's runner", runner_path.display())));
-    }
-    write_executable(out, &p.append_to(&runner))?;
-    if a.timings {
+    let report = a.timings.then(|| {
         let mut t = c.timings.clone();
         t.push(("code generation", t_codegen));
         t.push(("linking host kernels", t_link));
         t.push(("packaging", t2.elapsed()));
-        eprint!("{}", timings_report(&t, &built.stats, a));
-    }
-    Ok(())
+        (t, built.stats.clone())
+    });
+    Ok((bytes, report))
 }
 
 /// `pjc compile --timings`: each stage's wall time, then per code generation

@@ -50,6 +50,11 @@ enum Cmd {
         /// Replace the mesh axis sizes, e.g. data=8,model=1 (same names, same order).
         #[arg(long, value_name = "A=N,...")]
         mesh: Option<String>,
+        /// An elastic executable: the program for each listed size of one
+        /// mesh axis (the others fixed), e.g. data=1,2,4; it runs on any of
+        /// those process counts (and under `model.bin supervise`).
+        #[arg(long, value_name = "AXIS=N1,N2,...")]
+        elastic: Option<String>,
         /// Entry function (default: main).
         #[arg(long, default_value = "main")]
         entry: String,
@@ -261,7 +266,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             print!("{}", pjc_front::print_module(&c.module));
             Ok(())
         }
-        Cmd::Compile { file, output, mesh, entry, emit, gpu_arch, device, cpu_levels, target, jobs, no_cache, opt, timings, acc } => {
+        Cmd::Compile { file, output, mesh, elastic, entry, emit, gpu_arch, device, cpu_levels, target, jobs, no_cache, opt, timings, acc } => {
             let cpu_levels = exe::parse_cpu_levels(&cpu_levels)?;
             if jobs == Some(0) {
                 return Err(Failure::Env("-j/--jobs must be at least 1".into()));
@@ -286,6 +291,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
             };
             if emit.is_none() && output.is_none() {
                 return Err(Failure::Env("pjc compile needs -o OUT (an executable to write) or --emit KIND".into()));
+            }
+            if let Some(spec) = &elastic {
+                let Some(out) = output.filter(|_| emit.is_none()) else {
+                    return Err(Failure::Env("--elastic applies to executables (-o OUT), not to --emit".into()));
+                };
+                let cache = if no_cache { None } else { pjc_codegen::Cache::from_env().map_err(Failure::Env)? };
+                let jobs = jobs.unwrap_or_else(pjc_codegen::program::default_jobs);
+                let args = exe::CodegenArgs { gpu_arch, cpu_levels, targets: target, jobs, cache, opt, timings };
+                return exe::compile_elastic(&file, &entry, mesh.as_deref(), acc.get()?, spec, &out, &args);
             }
             let c = Compilation::run_with(&file, &entry, mesh.as_deref(), acc.get()?, stage)?;
             let plan = || c.plan.as_ref().expect("planned");

@@ -3,5 +3,5 @@
 //! Run bare, it says that it carries no program.
 
 fn main() -> std::process::ExitCode {
-    pjc_runtime::exe::main()
+    pjc_runtime::runner::main()
 }
