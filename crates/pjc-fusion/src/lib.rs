@@ -10,6 +10,6 @@ pub mod plan;
 pub mod schedule;
 
 pub use memcheck::check_memory;
-pub use memory::{peak_live, plan_memory};
+pub use memory::{liveness, peak_live, plan_memory, Liveness};
 pub use pjc_plan::PeakLive;
 pub use plan::{plan, plan_program, PlanError, Unplannable, MAX_FUSION_DEPTH};

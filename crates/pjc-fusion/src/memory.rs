@@ -158,6 +158,33 @@ fn live_ranges(p: &Plan) -> (Vec<(Vec<usize>, Vec<usize>, Option<&Step>)>, Vec<u
     (events, def, last)
 }
 
+/// What is live when, for `pjc explain --html`'s memory timeline: what each
+/// event of the plan is, and every buffer's live interval `[def, last]` in
+/// event numbers, exactly as [`plan_memory`] places buffers by them (event
+/// `e` of `events` is number `e + 1`; 0 is before the first step,
+/// `events.len() + 1` after the last; [`PeakLive::at`] counts the same way).
+pub struct Liveness {
+    pub events: Vec<String>,
+    pub def: Vec<usize>,
+    pub last: Vec<usize>,
+}
+
+/// The plan's [`Liveness`] (a view of [`live_ranges`], which decides it).
+pub fn liveness(p: &Plan) -> Liveness {
+    let (events, def, last) = live_ranges(p);
+    let events = events
+        .iter()
+        .map(|(_, outs, s)| match s {
+            Some(Step::Kernel(k)) => format!("kernel {}", k.name),
+            // An asynchronous collective's done reads its buffers, writes none.
+            Some(Step::Collective { inst, .. }) if outs.is_empty() => format!("{} done", inst.op),
+            Some(Step::Library { inst, .. }) | Some(Step::Collective { inst, .. }) => inst.op.to_string(),
+            Some(Step::Control(_)) | None => "a control step".to_string(),
+        })
+        .collect();
+    Liveness { events, def, last }
+}
+
 /// Every buffer's size in the arena (at least one byte, aligned).
 fn aligned_sizes(p: &Plan) -> Vec<u64> {
     p.buffers.iter().map(|b| align(b.bytes().max(1))).collect()

@@ -11,8 +11,64 @@ use pjc_ir::infer::local_type;
 use pjc_ir::{FuncKind, Mesh, Module, Sharding, TensorType};
 use std::fmt::Write;
 
-/// The whole report for a module.
+/// How much of each value's "why" `pjc explain` prints.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum Why {
+    /// Paths longer than [`SUMMARY_STEPS`] ops as their count and their first
+    /// and last op; dimensions with the same reason named together.
+    #[default]
+    Summary,
+    /// Every dimension's reason as propagation keeps it: the first and the
+    /// last [`crate::Path::KEEP`] ops of its path and the count of those between.
+    Full,
+}
+
+/// Paths of at most this many ops are printed whole in the summary.
+pub const SUMMARY_STEPS: usize = 3;
+
+/// One dimension's reason in the summary: a long path as its length and ends.
+fn reason_summary(r: &crate::Reason) -> String {
+    match r.path.ends() {
+        Some((first, last)) if r.path.len > SUMMARY_STEPS => format!("{} via {} ops ({first} … {last})", r.origin, r.path.len),
+        _ => r.to_string(),
+    }
+}
+
+/// Why a slot has its sharding, as `pjc explain`'s "why" column says it.
+pub fn why(p: &Propagation, slot: Slot, mode: Why) -> String {
+    let reasons = p.reasons(slot);
+    let mut parts: Vec<(Vec<usize>, String)> = vec![];
+    for (d, r) in reasons.iter().enumerate() {
+        let Some(r) = r else { continue };
+        let text = match mode {
+            Why::Full => r.to_string(),
+            Why::Summary => reason_summary(r),
+        };
+        match parts.iter_mut().find(|(_, t)| *t == text && mode == Why::Summary) {
+            Some((dims, _)) => dims.push(d),
+            None => parts.push((vec![d], text)),
+        }
+    }
+    if parts.is_empty() {
+        return "replicated".to_string();
+    }
+    let parts: Vec<String> = parts
+        .into_iter()
+        .map(|(dims, text)| match dims.as_slice() {
+            [d] => format!("dim {d}: {text}"),
+            ds => format!("dims {}: {text}", ds.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")),
+        })
+        .collect();
+    parts.join("; ")
+}
+
+/// The whole report for a module, with the summarised "why" column.
 pub fn explain(m: &Module, p: &Propagation) -> String {
+    explain_with(m, p, Why::Summary)
+}
+
+/// The whole report for a module.
+pub fn explain_with(m: &Module, p: &Propagation, mode: Why) -> String {
     let mesh = m.mesh_or_single();
     let mut out = String::new();
     if mesh.axes.is_empty() {
@@ -46,16 +102,7 @@ pub fn explain(m: &Module, p: &Propagation) -> String {
             }
             rows.push([name, global.to_string(), s.to_string(), local.to_string(), why]);
         };
-        let why = |slot: Slot| -> String {
-            let reasons = p.reasons(slot);
-            let parts: Vec<String> =
-                reasons.iter().enumerate().filter_map(|(d, r)| r.as_ref().map(|r| format!("dim {d}: {r}"))).collect();
-            if parts.is_empty() {
-                "replicated".to_string()
-            } else {
-                parts.join("; ")
-            }
-        };
+        let why = |slot: Slot| why(p, slot, mode);
         for &v in &f.params {
             let d = &f.values[v];
             let (s, w) = if f.kind == FuncKind::Spmd {
@@ -224,6 +271,214 @@ pub fn picture(mesh: &Mesh, ty: &TensorType, s: &Sharding) -> Option<String> {
         out.push_str(&s);
         out.push('\n');
         out.push_str(&if ri + 1 == labels.len() { bar('└', '┴', '┘') } else { bar('├', '┼', '┤') });
+    }
+    Some(out)
+}
+
+/// Which device holds which block of a value (like JAX's
+/// `visualize_array_sharding`), for any rank: the blocks of the split
+/// dimensions laid out as rows and columns. A rank-1 value is one row of
+/// blocks; a rank-2 value has dimension 0 down and dimension 1 across; a
+/// higher rank has its first split dimension down and the other split ones
+/// across. An unsplit value is one block that every device holds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Grid {
+    /// The dimensions down the rows and across the columns.
+    pub row_dims: Vec<usize>,
+    pub col_dims: Vec<usize>,
+    /// Each row's and column's index ranges along those dimensions
+    /// (half-open, `lo..hi` per dimension).
+    pub rows: Vec<Vec<(u64, u64)>>,
+    pub cols: Vec<Vec<(u64, u64)>>,
+    /// The devices holding each block, `cells[row][col]`, ascending.
+    pub cells: Vec<Vec<Vec<u64>>>,
+}
+
+/// Grids with more blocks than this per side are not drawn.
+pub const GRID_MAX_SIDE: u64 = 64;
+/// Meshes with more devices than this are not drawn.
+pub const GRID_MAX_DEVICES: u64 = 4096;
+
+impl Grid {
+    /// The grid of `ty` (global type) split by `s` on `mesh`; `None` when the
+    /// sharding does not fit the type or the grid would be too large to draw.
+    pub fn of(mesh: &Mesh, ty: &TensorType, s: &Sharding) -> Option<Grid> {
+        let rank = ty.rank();
+        if s.dims.len() != rank || mesh.device_count() > GRID_MAX_DEVICES {
+            return None;
+        }
+        let parts: Vec<u64> = (0..rank).map(|d| mesh.group_size(s.dim_axes(d).iter().map(|a| a.as_str()))).collect();
+        let split: Vec<usize> = (0..rank).filter(|&d| parts[d] > 1).collect();
+        let (row_dims, col_dims): (Vec<usize>, Vec<usize>) = match rank {
+            0 => (vec![], vec![]),
+            1 => (vec![], vec![0]),
+            2 => (vec![0], vec![1]),
+            _ => match split.split_first() {
+                None => (vec![], vec![]),
+                Some((&first, rest)) => (vec![first], rest.to_vec()),
+            },
+        };
+        let count = |dims: &[usize]| dims.iter().fold(1u64, |a, &d| a.saturating_mul(parts[d]));
+        let (nr, nc) = (count(&row_dims), count(&col_dims));
+        if nr > GRID_MAX_SIDE || nc > GRID_MAX_SIDE {
+            return None;
+        }
+        // The index ranges of block `k` (row-major over `dims`' parts).
+        let ranges = |dims: &[usize], mut k: u64| -> Vec<(u64, u64)> {
+            let mut out = vec![(0, 0); dims.len()];
+            for (j, &d) in dims.iter().enumerate().rev() {
+                let b = k % parts[d];
+                k /= parts[d];
+                let size = ty.shape[d].div_ceil(parts[d]);
+                out[j] = ((b * size).min(ty.shape[d]), ((b + 1) * size).min(ty.shape[d]));
+            }
+            out
+        };
+        let rows: Vec<Vec<(u64, u64)>> = (0..nr).map(|k| ranges(&row_dims, k)).collect();
+        let cols: Vec<Vec<(u64, u64)>> = (0..nc).map(|k| ranges(&col_dims, k)).collect();
+        let mut cells = vec![vec![vec![]; nc as usize]; nr as usize];
+        for dev in 0..mesh.device_count() {
+            let coords = mesh.coords(dev);
+            let block = |d: usize| {
+                s.dim_axes(d).iter().fold(0u64, |acc, a| match mesh.axis(a) {
+                    Some(i) => acc * mesh.axes[i].size + coords[i],
+                    None => acc,
+                })
+            };
+            let index = |dims: &[usize]| dims.iter().fold(0u64, |acc, &d| acc * parts[d] + block(d));
+            cells[index(&row_dims) as usize][index(&col_dims) as usize].push(dev);
+        }
+        Some(Grid { row_dims, col_dims, rows, cols, cells })
+    }
+
+    /// A range list as `lo:hi` per dimension, comma-separated.
+    pub fn range_label(r: &[(u64, u64)]) -> String {
+        r.iter().map(|(lo, hi)| format!("{lo}:{hi}")).collect::<Vec<_>>().join(", ")
+    }
+
+    /// Device ids as a short list: runs of consecutive ids as `a-b`.
+    pub fn devices_label(ds: &[u64]) -> String {
+        let mut parts: Vec<String> = vec![];
+        let mut i = 0;
+        while i < ds.len() {
+            let mut j = i;
+            while j + 1 < ds.len() && ds[j + 1] == ds[j] + 1 {
+                j += 1;
+            }
+            parts.push(if j >= i + 2 { format!("{}-{}", ds[i], ds[j]) } else { ds[i..=j].iter().map(|d| d.to_string()).collect::<Vec<_>>().join(",") });
+            i = j + 1;
+        }
+        parts.join(",")
+    }
+
+    /// The grid as a box drawing for the terminal (`pjc explain --value`):
+    /// column ranges above, row ranges to the left, each cell the devices
+    /// holding that block.
+    pub fn text(&self) -> String {
+        let labels: Vec<Vec<String>> = self.cells.iter().map(|r| r.iter().map(|c| Grid::devices_label(c)).collect()).collect();
+        let col_labels: Vec<String> = self.cols.iter().map(|c| Grid::range_label(c)).collect();
+        let row_labels: Vec<String> = self.rows.iter().map(|r| Grid::range_label(r)).collect();
+        let width = labels.iter().flatten().chain(col_labels.iter()).map(|l| l.chars().count()).max().unwrap_or(1) + 2;
+        let margin = row_labels.iter().map(|l| l.chars().count()).max().unwrap_or(0) + 1;
+        let cols = self.cols.len();
+        let mut out = String::new();
+        if !self.col_dims.is_empty() {
+            let mut s = " ".repeat(margin + 1);
+            for l in &col_labels {
+                center(&mut s, l, width);
+                s.push(' ');
+            }
+            let _ = writeln!(out, "{}", s.trim_end());
+        }
+        let bar = |l: char, m: char, r: char| {
+            let mut s = " ".repeat(margin);
+            s.push(l);
+            for c in 0..cols {
+                s.push_str(&"─".repeat(width));
+                s.push(if c + 1 == cols { r } else { m });
+            }
+            s.push('\n');
+            s
+        };
+        out.push_str(&bar('┌', '┬', '┐'));
+        for (ri, row) in labels.iter().enumerate() {
+            let mut s = String::new();
+            pad_right(&mut s, row_labels.get(ri).map_or("", |l| l.as_str()), margin);
+            s.push('│');
+            for l in row {
+                center(&mut s, l, width);
+                s.push('│');
+            }
+            out.push_str(&s);
+            out.push('\n');
+            out.push_str(&if ri + 1 == labels.len() { bar('└', '┴', '┘') } else { bar('├', '┼', '┤') });
+        }
+        out
+    }
+}
+
+/// What `pjc explain --value NAME` prints: the value's types, sharding,
+/// bytes and reasons, and its [`Grid`] drawn as boxes. `None` when `@func`
+/// (a `func` of `m`) has no value or result of that name (with or without `%`).
+pub fn explain_value(m: &Module, p: &Propagation, func: pjc_ir::FuncId, name: &str) -> Option<String> {
+    let f = &m.funcs[func];
+    let mesh = m.mesh_or_single();
+    let bare = name.strip_prefix('%').unwrap_or(name);
+    let value = f.values.iter().find(|(_, d)| d.name == bare).map(|(v, _)| v);
+    let (label, ty, s, slot) = match value {
+        Some(v) if f.kind == FuncKind::Global => (format!("%{bare}"), f.values[v].ty.clone(), p.sharding(Slot::Value(func, v)), Some(Slot::Value(func, v))),
+        Some(v) => {
+            // A spmd func: only its parameters have a (signature) sharding.
+            let d = &f.values[v];
+            let s = d.sharding.clone()?;
+            (format!("%{bare}"), pjc_ir::infer::global_type(&d.ty, Some(&s), &mesh), s, None)
+        }
+        None => {
+            let k = (0..f.results.len()).find(|&k| f.result_name(k) == bare)?;
+            let r = &f.results[k];
+            if f.kind == FuncKind::Global {
+                (format!("result '{bare}'"), r.ty.clone(), p.sharding(Slot::Result(func, k)), Some(Slot::Result(func, k)))
+            } else {
+                let s = r.sharding.clone()?;
+                (format!("result '{bare}'"), pjc_ir::infer::global_type(&r.ty, Some(&s), &mesh), s, None)
+            }
+        }
+    };
+    let local = local_type(&ty, Some(&s), &mesh).unwrap_or_else(|| ty.clone());
+    let mut out = String::new();
+    let mesh_text = if mesh.axes.is_empty() { "no mesh (1 device)".to_string() } else { format!("{mesh} ({} devices)", mesh.device_count()) };
+    let _ = writeln!(out, "{label} in @{}: {ty} on {s}, {mesh_text}", f.name);
+    let _ = writeln!(out, "  per device: {local}, {} B of {} B", local.bytes(), ty.bytes());
+    let why = match slot {
+        Some(slot) => why(p, slot, Why::Full),
+        None => "signature".to_string(),
+    };
+    let _ = writeln!(out, "  why: {why}");
+    match Grid::of(&mesh, &ty, &s) {
+        Some(g) => {
+            let dims = |ds: &[usize]| -> String {
+                ds.iter()
+                    .map(|&d| {
+                        let axes = s.dim_axes(d);
+                        if axes.is_empty() { format!("dim {d}") } else { format!("dim {d} over {}", axes.join(", ")) }
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" × ")
+            };
+            let layout = match (g.row_dims.is_empty(), g.col_dims.is_empty()) {
+                (true, true) => "one block".to_string(),
+                (true, false) => format!("across: {}", dims(&g.col_dims)),
+                (false, true) => format!("down: {}", dims(&g.row_dims)),
+                (false, false) => format!("down: {}; across: {}", dims(&g.row_dims), dims(&g.col_dims)),
+            };
+            let _ = writeln!(out, "  blocks ({layout}; each cell: the device ids holding it):");
+            for line in g.text().lines() {
+                let _ = writeln!(out, "  {line}");
+            }
+        }
+        None => {
+            let _ = writeln!(out, "  blocks: too many to draw ({} devices)", mesh.device_count());
+        }
     }
     Some(out)
 }

@@ -15,7 +15,7 @@ pub mod rules;
 pub mod state;
 
 pub use control::{check_control, ControlError};
-pub use explain::explain;
+pub use explain::{explain, explain_value, explain_with, Grid, Why};
 pub use propagate::propagate;
 pub use state::{Path, Propagation, Reason, Slot};
 

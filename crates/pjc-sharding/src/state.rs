@@ -61,6 +61,13 @@ impl Path {
         }
         self.len += 1;
     }
+
+    /// The first and the last label travelled through (`None` for an empty
+    /// path): what `pjc explain`'s summarised "why" column shows of a long one.
+    pub fn ends(&self) -> Option<(&str, &str)> {
+        let first = self.first.first()?;
+        Some((first, self.last.back().or(self.first.last()).unwrap_or(first)))
+    }
 }
 
 impl std::fmt::Display for Path {

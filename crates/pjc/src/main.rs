@@ -7,8 +7,10 @@
 mod eval;
 mod exe;
 mod failure;
+mod measured;
 mod pipeline;
 mod ratio;
+mod report;
 
 use failure::Failure;
 
@@ -122,6 +124,21 @@ enum Cmd {
         /// Latency of one message of a collective, microseconds.
         #[arg(long, value_name = "US")]
         link_latency_us: Option<f64>,
+        /// The "why" column: summary (a long path as its length and its
+        /// first and last op) or full (every reason as propagation keeps it).
+        #[arg(long, value_enum, default_value = "summary", value_name = "HOW")]
+        why: WhyArg,
+        /// Print only this value's sharding: a grid of its blocks with the
+        /// devices holding each (like jax.debug.visualize_array_sharding).
+        #[arg(long, value_name = "%NAME")]
+        value: Option<String>,
+        /// Also write the report as one self-contained HTML page.
+        #[arg(long, value_name = "PATH.html")]
+        html: Option<PathBuf>,
+        /// A trace of a run (an executable's --trace PATH.json): the
+        /// measured step time per rank, split into compute, collectives and waiting.
+        #[arg(long, value_name = "PATH.json")]
+        trace: Option<PathBuf>,
         #[command(flatten)]
         acc: AccumulateArgs,
     },
@@ -170,6 +187,64 @@ impl AccumulateArgs {
             (Some(k), b) => Ok(Some(pjc_transforms::Accumulate { k, batch_params: b.clone() })),
         }
     }
+}
+
+/// `pjc explain --why`.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, clap::ValueEnum)]
+enum WhyArg {
+    Summary,
+    Full,
+}
+
+impl WhyArg {
+    fn get(self) -> pjc_sharding::Why {
+        match self {
+            WhyArg::Summary => pjc_sharding::Why::Summary,
+            WhyArg::Full => pjc_sharding::Why::Full,
+        }
+    }
+}
+
+/// `pjc explain`'s text after propagation (which `c` has reached), each
+/// section handed to `emit` as soon as it is made, so that a failing later
+/// stage still shows the earlier ones. `Ok(Some(why))`: everything but the
+/// kernel plan, which could not be made.
+fn explain_text(
+    c: &mut Compilation,
+    why: pjc_sharding::Why,
+    machine: &pjc_plan::cost::Machine,
+    class: ratio::DeviceClass,
+    trace: Option<&measured::Trace>,
+    emit: &mut dyn FnMut(String),
+) -> Result<Option<String>, Failure> {
+    emit(pjc_sharding::explain_with(&c.module, c.propagation.as_ref().expect("propagated"), why));
+    c.run_to(Stage::PerDevice)?;
+    emit(explain_collectives(&c.partitioned.as_ref().expect("partitioned").collectives));
+    let not_planned = match c.run_to(Stage::Plan) {
+        Ok(c) => {
+            let plan = c.plan.as_ref().expect("planned");
+            let mem = c.memory();
+            let count = |k: fn(&pjc_plan::Step) -> bool| pjc_plan::control::preorder(&plan.steps).into_iter().filter(|s| k(s)).count();
+            emit(format!(
+                "\nkernel plan: {} fused kernels, {} library calls, {} collectives (pjc compile --emit plan shows it)\n",
+                count(|s| matches!(s, pjc_plan::Step::Kernel(_))),
+                count(|s| matches!(s, pjc_plan::Step::Library { .. })),
+                count(|s| matches!(s, pjc_plan::Step::Collective { .. })),
+            ));
+            emit(format!("peak memory per device: {} bytes (parameters, results and live temporaries)\n", mem.peak));
+            emit(format!("{}\n", mem.fullest.line(plan)));
+            emit(ratio::explain_ratio(plan, &c.module.mesh_or_single(), machine, class));
+            None
+        }
+        Err(Failure::Program(e) | Failure::Env(e)) => {
+            emit(format!("\nkernel plan: not available: {}\n", e.trim_end()));
+            Some(e.trim_end().to_string())
+        }
+    };
+    if let Some(t) = trace {
+        emit(t.text());
+    }
+    Ok(not_planned)
 }
 
 /// The backend `pjc compile --emit plan --device` shows the plan for.
@@ -328,29 +403,27 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
-        Cmd::Explain { file, mesh, entry, device, device_gflops, device_gbps, link_gbps, link_latency_us, acc } => {
+        Cmd::Explain { file, mesh, entry, device, device_gflops, device_gbps, link_gbps, link_latency_us, why, value, html, trace, acc } => {
             let machine = ratio::machine(device, device_gflops, device_gbps, link_gbps, link_latency_us)?;
+            if value.is_some() && (html.is_some() || trace.is_some()) {
+                return Err(Failure::Env("--value prints one value's sharding; --html and --trace apply to the whole report".into()));
+            }
+            let trace = trace.map(|t| measured::Trace::read(&t)).transpose()?;
             // One compilation: the propagation explained is the one partitioned.
             let mut c = Compilation::run_with(&file, &entry, mesh.as_deref(), acc.get()?, Stage::Propagate)?;
-            print!("{}", pjc_sharding::explain(&c.module, c.propagation.as_ref().expect("propagated")));
-            c.run_to(Stage::PerDevice)?;
-            print!("{}", explain_collectives(&c.partitioned.as_ref().expect("partitioned").collectives));
-            match c.run_to(Stage::Plan) {
-                Ok(c) => {
-                    let plan = c.plan.as_ref().expect("planned");
-                    let mem = c.memory();
-                    let count = |k: fn(&pjc_plan::Step) -> bool| pjc_plan::control::preorder(&plan.steps).into_iter().filter(|s| k(s)).count();
-                    println!(
-                        "\nkernel plan: {} fused kernels, {} library calls, {} collectives (pjc compile --emit plan shows it)",
-                        count(|s| matches!(s, pjc_plan::Step::Kernel(_))),
-                        count(|s| matches!(s, pjc_plan::Step::Library { .. })),
-                        count(|s| matches!(s, pjc_plan::Step::Collective { .. })),
-                    );
-                    println!("peak memory per device: {} bytes (parameters, results and live temporaries)", mem.peak);
-                    println!("{}", mem.fullest.line(plan));
-                    print!("{}", ratio::explain_ratio(plan, &c.module.mesh_or_single(), &machine, device));
-                }
-                Err(Failure::Program(e) | Failure::Env(e)) => println!("\nkernel plan: not available: {}", e.trim_end()),
+            if let Some(v) = value {
+                let text = pjc_sharding::explain_value(&c.module, c.propagation.as_ref().expect("propagated"), c.entry, &v)
+                    .ok_or_else(|| Failure::Env(format!("--value {v}: @{entry} has no value or result named {}", v.trim_start_matches('%'))))?;
+                print!("{text}");
+                return Ok(());
+            }
+            let mut text = String::new();
+            let not_planned = explain_text(&mut c, why.get(), &machine, device, trace.as_ref(), &mut |s| {
+                print!("{s}");
+                text.push_str(&s);
+            })?;
+            if let Some(path) = html {
+                report::write(&path, &c, &report::Extras { text: &text, plan_error: not_planned.as_deref(), trace: trace.as_ref(), machine: &machine, class: device })?;
             }
             Ok(())
         }

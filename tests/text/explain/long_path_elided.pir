@@ -1,7 +1,7 @@
-// test: explain
-// A split that travels through more than eight ops shows the first four and
-// the last four, and the count between (the result is replicated, so the
-// split comes from %x alone).
+// test: explain --why full
+// With --why full, a split that travels through more than eight ops shows
+// the first four and the last four, and the count between (the result is
+// replicated, so the split comes from %x alone). why_summary.pir: the default.
 mesh [data=2]
 
 func @main(%x: f32[4,2] on [data, _]) -> (y: f32[4,2]) {
