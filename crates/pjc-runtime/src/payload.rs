@@ -53,7 +53,7 @@ pub struct ElasticProgram {
     pub size: u64,
     /// Its process count (the mesh's device count).
     pub processes: u64,
-    /// Its mesh, in PIR syntax (`[data=2, model=2]`).
+    /// Its mesh, as PIR prints it (`mesh [data=2, model=2]`).
     pub mesh: String,
 }
 

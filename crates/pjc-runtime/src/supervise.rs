@@ -1,4 +1,4 @@
-//! `./model.bin supervise --np N [--min-np M] [--max-restarts K] [--mpirun "ARGS"] -- FLAGS...`:
+//! `./model.bin supervise --np N [--min-np M] [--max-restarts K] [--restart-delay S] [--mpirun "ARGS"] -- FLAGS...`:
 //! elastic training (docs/training.md section 10).
 //!
 //! The supervisor is the executable itself, run without `mpirun`; it never
@@ -41,7 +41,7 @@ use std::time::Duration;
 #[command(
     name = "supervise",
     about = "Run this executable under mpirun in loop mode with checkpoints, and relaunch it on the processes that remain when a rank dies (docs/training.md).",
-    override_usage = "model.bin supervise --np N [--min-np M] [--max-restarts K] [--mpirun \"ARGS\"] -- FLAGS..."
+    override_usage = "model.bin supervise --np N [--min-np M] [--max-restarts K] [--restart-delay S] [--mpirun \"ARGS\"] -- FLAGS..."
 )]
 pub struct SuperviseArgs {
     /// Processes to start with, and the most the run uses.
@@ -53,6 +53,10 @@ pub struct SuperviseArgs {
     /// How many times a job whose rank died is relaunched before giving up.
     #[arg(long, value_name = "K", default_value_t = 3)]
     pub max_restarts: u32,
+    /// Seconds to wait after a rank died before re-reading the hostfile and
+    /// relaunching (time for a node health check to update it).
+    #[arg(long, value_name = "S", default_value_t = 0.0)]
+    pub restart_delay: f64,
     /// More mpirun arguments, split at spaces: "--oversubscribe", "--hostfile hosts", ...
     #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
     pub mpirun: Option<String>,
@@ -325,6 +329,9 @@ pub fn main(args: &[String]) -> ExitCode {
     if a.np == 0 || a.min_np == 0 {
         return fail("--np and --min-np must be at least 1".into());
     }
+    if !(a.restart_delay >= 0.0 && a.restart_delay.is_finite()) {
+        return fail("--restart-delay must be a number of seconds, 0 or more".into());
+    }
     let mpirun_args: Vec<String> = a.mpirun.as_deref().unwrap_or("").split_whitespace().map(String::from).collect();
     let exe = match std::env::current_exe() {
         Ok(e) => e,
@@ -369,8 +376,7 @@ fn supervise(job: &Job, a: &SuperviseArgs) -> ExitCode {
             Ok(o) => o,
             Err(m) => return fail(m),
         };
-        let now_hosts = job.hostfile_text();
-        let hosts_changed = now_hosts != hosts;
+        let mut now_hosts = job.hostfile_text();
         launch += 1;
         match outcome {
             Outcome::Finished => {
@@ -405,8 +411,12 @@ fn supervise(job: &Job, a: &SuperviseArgs) -> ExitCode {
                 if restarts >= a.max_restarts {
                     return fail(format!("{why}; giving up after {} (--max-restarts {})", plural(restarts as u64, "restart", "restarts"), a.max_restarts));
                 }
+                if a.restart_delay > 0.0 {
+                    std::thread::sleep(Duration::from_secs_f64(a.restart_delay));
+                    now_hosts = job.hostfile_text();
+                }
                 let lost = (ranks.len() as u64).max(1);
-                let available = match (&now_hosts, hosts_changed) {
+                let available = match (&now_hosts, now_hosts != hosts) {
                     (Some(t), true) => hostfile_slots(t),
                     (Some(t), false) => np.saturating_sub(lost).min(hostfile_slots(t)),
                     (None, _) => np.saturating_sub(lost),

@@ -234,7 +234,7 @@ pub fn compile_elastic(
             other => other,
         })?;
         if let Some(stages) = report {
-            eprint!("mesh {mesh}: {}", stages_report(&stages, a));
+            eprint!("{mesh}: {}", stages_report(&stages, a));
         }
         let processes = mesh.device_count();
         p.add(&section::artifact_for(processes), bytes);
