@@ -95,8 +95,69 @@ pub fn plan_program(m: &Module, entry: FuncId) -> Result<Plan, Unplannable> {
     let mut steps = std::mem::take(&mut plan.steps);
     fill(m, &mut plan, &mut steps, &mut blocks)?;
     plan.steps = steps;
+    read_unchanged_carries_in_place(&mut plan);
     crate::schedule::schedule(&mut plan);
     Ok(plan)
+}
+
+/// A carry that a loop's body returns unchanged (its result is its state
+/// buffer: a weight that micro-batches or layers only read) needs no state
+/// of its own: the loop reads its initial value's buffer, with no copy on
+/// entry and no second buffer of its size. Every use of the state buffer
+/// becomes the initial buffer (which nothing writes: plan buffers are written
+/// once, and an unchanged carry is never swapped). Not for windows (a scan
+/// slice moves each iteration of its own loop) or initial values that are
+/// another carry's state in the same loop.
+fn read_unchanged_carries_in_place(plan: &mut Plan) {
+    fn collect(steps: &[Step], buffers: &[Buffer], map: &mut Vec<(usize, usize)>) {
+        for s in steps {
+            let Step::Control(c) = s else { continue };
+            let carries = match c {
+                Control::While { init, state, body, .. } => Some((init, state, body)),
+                Control::Scan { init, state, step, .. } => Some((init, state, step)),
+                Control::Switch { .. } => None,
+            };
+            if let Some((init, state, body)) = carries {
+                for (k, (&i, &st)) in init.iter().zip(state).enumerate() {
+                    let unchanged = body.results.get(k) == Some(&st);
+                    let window = matches!(buffers[i].kind, BufferKind::Window { .. });
+                    if unchanged && i != st && !window && !state.contains(&i) {
+                        map.push((st, i));
+                    }
+                }
+            }
+            for b in c.blocks() {
+                collect(&b.steps, buffers, map);
+            }
+        }
+    }
+    let mut map = vec![];
+    collect(&plan.steps, &plan.buffers, &mut map);
+    if map.is_empty() {
+        return;
+    }
+    // Chains (an outer loop's unchanged state passed on unchanged) resolve
+    // to the first initial value.
+    let resolve = |mut b: usize| {
+        while let Some(&(_, to)) = map.iter().find(|&&(from, _)| from == b) {
+            b = to;
+        }
+        b
+    };
+    let table: std::collections::HashMap<usize, usize> = map.iter().map(|&(from, _)| (from, resolve(from))).collect();
+    let mut f = |b: &mut usize| {
+        if let Some(&to) = table.get(b) {
+            *b = to;
+        }
+    };
+    remap_buffers(&mut plan.steps, &mut f);
+    plan.results.iter_mut().for_each(&mut f);
+    // Windows onto such a state view the initial buffer.
+    for b in &mut plan.buffers {
+        if let BufferKind::Window { whole } = &mut b.kind {
+            f(whole);
+        }
+    }
 }
 
 /// What a block's result must be (see the module doc).
