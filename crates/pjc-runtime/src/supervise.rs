@@ -260,7 +260,7 @@ impl Job<'_> {
                 unsafe { libc::kill(child.id() as i32, sig) };
                 let _ = child.wait();
                 let _ = reader.join();
-                return Err(format!("stopped by signal {sig}; the job was stopped too (`--resume` continues it from its newest checkpoint)"));
+                return Err(format!("stopped by signal {sig}; the job was stopped too (the same command continues it from its newest checkpoint)"));
             }
             if grow.is_none() && !stopped {
                 if let (Some(now), Some(then)) = (self.hostfile_text(), launched_hosts) {
