@@ -95,6 +95,10 @@ enum Cmd {
         /// step runs (cuda: generated kernels, cuBLAS, NCCL).
         #[arg(long, value_enum, default_value = "cpu", value_name = "BACKEND")]
         device: Device,
+        /// Also write what the compiler decided as one self-contained HTML
+        /// page (the page of pjc explain --html, with the cpu class's peaks).
+        #[arg(long, value_name = "PATH.html")]
+        report: Option<PathBuf>,
         #[command(flatten)]
         acc: AccumulateArgs,
     },
@@ -341,7 +345,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             print!("{}", pjc_front::print_module(&c.module));
             Ok(())
         }
-        Cmd::Compile { file, output, mesh, elastic, entry, emit, gpu_arch, device, cpu_levels, target, jobs, no_cache, opt, timings, acc } => {
+        Cmd::Compile { file, output, mesh, elastic, entry, emit, gpu_arch, device, cpu_levels, target, jobs, no_cache, opt, timings, report, acc } => {
             let cpu_levels = exe::parse_cpu_levels(&cpu_levels)?;
             if jobs == Some(0) {
                 return Err(Failure::Env("-j/--jobs must be at least 1".into()));
@@ -364,8 +368,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 Some(Emit::Spmd) => Stage::Partition,
                 Some(Emit::Plan | Emit::Llvm | Emit::LlvmUnopt | Emit::Ptx) | None => Stage::Plan,
             };
-            if emit.is_none() && output.is_none() {
-                return Err(Failure::Env("pjc compile needs -o OUT (an executable to write) or --emit KIND".into()));
+            if emit.is_none() && output.is_none() && report.is_none() {
+                return Err(Failure::Env("pjc compile needs -o OUT (an executable to write), --emit KIND or --report PATH.html".into()));
+            }
+            if report.is_some() && elastic.is_some() {
+                return Err(Failure::Env("--report shows one program: write it with pjc explain --mesh A=N,... --html PATH for each process count".into()));
             }
             if let Some(spec) = &elastic {
                 let Some(out) = output.filter(|_| emit.is_none()) else {
@@ -376,7 +383,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 let args = exe::CodegenArgs { gpu_arch, cpu_levels, targets: target, jobs, cache, opt, timings };
                 return exe::compile_elastic(&file, &entry, mesh.as_deref(), acc.get()?, spec, &out, &args);
             }
-            let c = Compilation::run_with(&file, &entry, mesh.as_deref(), acc.get()?, stage)?;
+            let mut c = Compilation::run_with(&file, &entry, mesh.as_deref(), acc.get()?, stage)?;
+            if let Some(path) = &report {
+                // The explain text the page carries; the stages it needs run once.
+                let (machine, mut text) = (pjc_plan::cost::Machine::CPU, String::new());
+                c.run_to(Stage::Propagate)?;
+                let not_planned = explain_text(&mut c, pjc_sharding::Why::Summary, &machine, ratio::DeviceClass::Cpu, None, &mut |s| text.push_str(&s))?;
+                report::write(path, &c, &report::Extras { text: &text, plan_error: not_planned.as_deref(), trace: None, machine: &machine, class: ratio::DeviceClass::Cpu })?;
+            }
+            let c = c;
             let plan = || c.plan.as_ref().expect("planned");
             match (emit, output) {
                 (Some(Emit::Pir), _) => print!("{}", pjc_front::print_module(&c.module)),
@@ -399,7 +414,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     let jobs = jobs.unwrap_or_else(pjc_codegen::program::default_jobs);
                     exe::compile(&c, &out, &exe::CodegenArgs { gpu_arch, cpu_levels, targets: target, jobs, cache, opt, timings })?
                 }
-                (None, None) => unreachable!("checked above"),
+                (None, None) => {} // --report alone: written above
             }
             Ok(())
         }
