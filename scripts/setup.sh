@@ -18,6 +18,12 @@ APT_PACKAGES=(
   libclang1-22 libclang-common-22-dev           # libclang for bindgen in rsmpi's mpi-sys build (stddef.h comes from -common)
   libopenblas0-pthread                          # OpenBLAS: the tests cover the optional CBLAS path (PJC_BLAS) with it
 )
+# What only the test job needs: Chromium for the HTML report's browser test
+# (crates/pjc/tests/report.rs), when PJC_REQUIRE_BROWSER=1 (.ci/run sets it;
+# without it the test skips where no browser is installed).
+if [ "${PJC_REQUIRE_BROWSER:-}" = "1" ]; then
+  APT_PACKAGES+=(chromium)
+fi
 MIN_RUST=1.80
 
 say() { echo "setup: $*"; }

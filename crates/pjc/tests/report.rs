@@ -278,6 +278,7 @@ fn pages_show_explains_numbers_in_a_browser() {
             }
         }
     }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -291,6 +292,7 @@ fn compile_report_is_explains_page() {
     // With --emit, the emitted form still goes to stdout.
     let out = pjc(&["compile", prog, "--emit", "spmd", "--report", b.to_str().unwrap()]);
     assert!(out.contains("all_reduce"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -340,7 +342,10 @@ fn a_runs_trace_is_split_per_rank_in_text_and_page() {
         assert!(line.starts_with(&want), "{line}\nwant {want}");
     }
     // The page shows the same per rank.
-    let Some(b) = browser() else { return };
+    let Some(b) = browser() else {
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    };
     let (dom, log) = load(&b, &html, &dir);
     assert_rendered(&dom, &log, "the trace page");
     let rows = elements(&dom, "tr", "rank");
@@ -350,4 +355,5 @@ fn a_runs_trace_is_split_per_rank_in_text_and_page() {
         let want = format!("  rank {r}: step {}: compute {}, collectives {}, waiting {}, other {}", c[1], c[2], c[3], c[4], c[5]);
         assert!(line.starts_with(&want), "page: {want}\ntext: {line}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
 }
