@@ -2,62 +2,26 @@
 //! checkpoints, a rank killed mid-run, resume (same and other process
 //! counts), damaged checkpoints refused, traces, `--list-devices`.
 
+mod common;
+
 use pjc_ir::{DType, TensorType};
 use pjc_tensor::compare::{assert_close, Tolerance};
-use pjc_tensor::{Buf, Tensor};
+use pjc_tensor::Tensor;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// A data-parallel regression step heavy enough (a few ms per step) that a
 /// rank can be killed while the run is in progress.
-const PROGRAM: &str = "mesh [data=4]
-
-func @loss(%w1: f32[256,256], %w2: f32[256,32], %x: f32[128,256] on [data, _], %y: f32[128,32] on [data, _]) -> (l: f32[]) {
-  %h = dot_general %x, %w1 {lhs_contract=[1], rhs_contract=[0]} : f32[128,256]
-  %t = tanh %h
-  %o = dot_general %t, %w2 {lhs_contract=[1], rhs_contract=[0]} : f32[128,32]
-  %d = sub %o, %y
-  %d2 = mul %d, %d
-  %l = reduce %d2 {dims=[0,1], kind=sum} : f32[]
-  return %l
-}
-
-func @main(%w1: f32[256,256], %w2: f32[256,32], %x: f32[128,256] on [data, _], %y: f32[128,32] on [data, _]) -> (loss: f32[], w1: f32[256,256], w2: f32[256,32]) {
-  %l, %g1, %g2 = grad @loss(%w1, %w2, %x, %y) {wrt=[0,1]} : (f32[], f32[256,256], f32[256,32])
-  %k1 = constant 0.0001 : f32[256,256]
-  %u1 = mul %g1, %k1
-  %w1n = sub %w1, %u1
-  %k2 = constant 0.0001 : f32[256,32]
-  %u2 = mul %g2, %k2
-  %w2n = sub %w2, %u2
-  return %l, %w1n, %w2n
-}
-";
+use common::DP_PROGRAM as PROGRAM;
 
 const STEPS: u64 = 40;
 
 fn scratch() -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let d = std::env::temp_dir().join(format!("pjc-training-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::scratch("training")
 }
 
-fn random(shape: Vec<usize>, seed: &mut u64, scale: f64) -> Tensor {
-    let n: usize = shape.iter().product();
-    let v: Vec<f32> = (0..n)
-        .map(|_| {
-            *seed ^= *seed << 13;
-            *seed ^= *seed >> 7;
-            *seed ^= *seed << 17;
-            (((*seed % 2001) as f64 / 1000.0 - 1.0) * scale) as f32
-        })
-        .collect();
-    Tensor::new(shape, Buf::F32(v))
-}
+use common::random;
 
 fn compile(dir: &Path, name: &str, mesh: &str) -> PathBuf {
     let prog = dir.join("prog.pir");
