@@ -105,7 +105,7 @@ fn value_row(mesh: &Mesh, name: String, kind: &str, op: &str, line: Option<usize
 /// Every `func`'s values with their shardings; which of them the page draws
 /// up front: parameters, results, and values whose sharding is none of their
 /// operands' (where the layout changes), or that a collective serves.
-fn values(m: &Module, p: &pjc_sharding::Propagation, src: &str, served: &[String]) -> Json {
+fn values(m: &Module, p: &pjc_sharding::Propagation, src: &str, served: &std::collections::HashSet<String>) -> Json {
     let mesh = m.mesh_or_single();
     let mut funcs = vec![];
     for (id, f) in m.funcs.iter() {
@@ -131,7 +131,7 @@ fn values(m: &Module, p: &pjc_sharding::Propagation, src: &str, served: &[String
                 let changes = s.dims.iter().any(|d| !matches!(d, pjc_ir::DimSharding::Replicated))
                     && inst.operands.iter().all(|&o| p.sharding(Slot::Value(id, o)) != s);
                 let mut r = value_row(&mesh, format!("%{}", d.name), "value", inst.op.name(), line_of(src, span), &d.ty, &s, pjc_sharding::explain::why(p, slot, Why::Summary), pjc_sharding::explain::why(p, slot, Why::Full));
-                r["draw"] = json!(changes || served.iter().any(|n| *n == d.name));
+                r["draw"] = json!(changes || served.contains(&d.name));
                 rows.push(r);
             }
         }
@@ -163,28 +163,43 @@ fn served_by(reason: &str) -> Option<(String, bool)> {
     (!name.is_empty()).then_some((name, true))
 }
 
-/// The source line where `name` (a value, or a result when `result`) of
-/// function `func` (else of any function) is defined.
-fn source_line(m: &Module, src: &str, func: &str, name: &str, result: bool) -> Option<usize> {
-    let mut funcs: Vec<&pjc_ir::Function> = m.funcs.values().filter(|f| f.name == func).collect();
-    funcs.extend(m.funcs.values().filter(|f| f.name != func));
-    for f in funcs {
-        if result {
-            if let Some(k) = (0..f.results.len()).find(|&k| f.result_name(k) == name) {
-                let s = f.results[k].span;
-                return line_of(src, if s.is_none() { f.ret_spans.get(k).copied().unwrap_or(s) } else { s });
-            }
-            continue;
-        }
-        if let Some((_, d)) = f.values.iter().find(|(_, d)| d.name == name) {
-            let span = match d.def {
-                ValueDef::Result(i, _) if d.span.is_none() => f.insts[i].span,
-                _ => d.span,
+/// Where each value and result is defined in the source: by (function,
+/// name), results as `-> name`; and by name alone, the first function's.
+struct Lines {
+    by_func: HashMap<(String, String), usize>,
+    by_name: HashMap<String, usize>,
+}
+
+impl Lines {
+    fn of(m: &Module, src: &str) -> Lines {
+        let mut l = Lines { by_func: HashMap::new(), by_name: HashMap::new() };
+        for f in m.funcs.values() {
+            let mut add = |name: String, line: Option<usize>| {
+                if let Some(n) = line {
+                    l.by_name.entry(name.clone()).or_insert(n);
+                    l.by_func.entry((f.name.clone(), name)).or_insert(n);
+                }
             };
-            return line_of(src, span);
+            for (_, d) in f.values.iter() {
+                let span = match d.def {
+                    ValueDef::Result(i, _) if d.span.is_none() => f.insts[i].span,
+                    _ => d.span,
+                };
+                add(d.name.clone(), line_of(src, span));
+            }
+            for k in 0..f.results.len() {
+                let s = f.results[k].span;
+                add(format!("-> {}", f.result_name(k)), line_of(src, if s.is_none() { f.ret_spans.get(k).copied().unwrap_or(s) } else { s }));
+            }
         }
+        l
     }
-    None
+
+    /// The line of `name` (a value, or a result when `result`) in `func`, else in any function.
+    fn get(&self, func: &str, name: &str, result: bool) -> Option<usize> {
+        let key = if result { format!("-> {name}") } else { name.to_string() };
+        self.by_func.get(&(func.to_string(), key.clone())).or_else(|| self.by_name.get(&key)).copied()
+    }
 }
 
 /// The device groups a collective over `axes` runs in: devices that differ
@@ -205,17 +220,18 @@ fn groups(mesh: &Mesh, axes: &[String]) -> Vec<Vec<u64>> {
     by_key.into_iter().map(|(_, g)| g).collect()
 }
 
-fn collectives(c: &Compilation) -> (Json, Vec<String>) {
+fn collectives(c: &Compilation) -> (Json, std::collections::HashSet<String>) {
     let mesh = c.module.mesh_or_single();
     let cs = &c.partitioned.as_ref().expect("partitioned").collectives;
-    let mut served = vec![];
+    let lines = Lines::of(&c.module, &c.src);
+    let mut served = std::collections::HashSet::new();
     let rows: Vec<Json> = cs
         .iter()
         .map(|x| {
             let serves = served_by(&x.reason);
-            let line = serves.as_ref().and_then(|(n, r)| source_line(&c.module, &c.src, &x.func, n, *r));
+            let line = serves.as_ref().and_then(|(n, r)| lines.get(&x.func, n, *r));
             if let Some((n, false)) = &serves {
-                served.push(n.clone());
+                served.insert(n.clone());
             }
             json!({
                 "value": format!("%{}", x.value),
