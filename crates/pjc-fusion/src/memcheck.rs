@@ -151,25 +151,24 @@ impl Abstract<'_> {
 
     fn steps(&mut self, steps: &[Step], first: usize, run: usize) -> Result<(), String> {
         let mut si = first;
+        let at = pjc_plan::plan::dones_at(steps);
         for (j, s) in steps.iter().enumerate() {
-            self.dones(steps, j, run)?;
+            self.dones(steps, &at[j], j, run)?;
             self.one(s, si, run)?;
             si += pjc_plan::control::step_count(s);
         }
-        self.dones(steps, steps.len(), run)
+        self.dones(steps, &at[steps.len()], steps.len(), run)
     }
 
     /// The dones of `steps`' asynchronous collectives before step `j`: the
     /// input must still be intact, and the output, written while in flight,
     /// must not have been overwritten.
-    fn dones(&mut self, steps: &[Step], j: usize, run: usize) -> Result<(), String> {
-        for s in steps {
-            if let Step::Collective { inst, input, output, done: Some(d) } = s {
-                if *d == j {
-                    self.step = format!("the done of {} -> b{output} (before step {j} of its list) of run {}", inst.op, run + 1);
-                    self.read(*input)?;
-                    self.read(*output)?;
-                }
+    fn dones(&mut self, steps: &[Step], due: &[usize], j: usize, run: usize) -> Result<(), String> {
+        for &i in due {
+            if let Step::Collective { inst, input, output, .. } = &steps[i] {
+                self.step = format!("the done of {} -> b{output} (before step {j} of its list) of run {}", inst.op, run + 1);
+                self.read(*input)?;
+                self.read(*output)?;
             }
         }
         Ok(())

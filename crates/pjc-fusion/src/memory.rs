@@ -55,12 +55,11 @@ fn events<'p>(steps: &'p [Step], buffers: &[pjc_plan::Buffer]) -> Vec<(Vec<usize
     let mut out = vec![];
     // An asynchronous collective's done: its input and output stay live
     // until then (read there).
+    let at = pjc_plan::plan::dones_at(steps);
     let dones = |out: &mut Vec<(Vec<usize>, Vec<usize>, Option<&'p Step>)>, j: usize| {
-        for s in steps {
-            if let Step::Collective { input, output, done: Some(d), .. } = s {
-                if *d == j {
-                    out.push((vec![*input, *output], vec![], Some(s)));
-                }
+        for &i in &at[j] {
+            if let s @ Step::Collective { input, output, .. } = &steps[i] {
+                out.push((vec![*input, *output], vec![], Some(s)));
             }
         }
     };

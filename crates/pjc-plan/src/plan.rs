@@ -136,17 +136,31 @@ impl fmt::Display for Plan {
     }
 }
 
+/// For each position `j` of a step list (0..=len), the asynchronous
+/// collectives of the list that complete before step `j` (`j` = len: at its
+/// end), in step order.
+pub fn dones_at(steps: &[Step]) -> Vec<Vec<usize>> {
+    let mut at = vec![vec![]; steps.len() + 1];
+    for (i, s) in steps.iter().enumerate() {
+        if let Step::Collective { done: Some(d), .. } = s {
+            if let Some(v) = at.get_mut(*d) {
+                v.push(i);
+            }
+        }
+    }
+    at
+}
+
 /// The steps' lines of `--emit plan`, each after `pad`.
 fn write_steps(f: &mut fmt::Formatter<'_>, steps: &[Step], pad: &str) -> fmt::Result {
     {
         // Where an asynchronous collective completes: a `done` line before the
         // step that needs it (or at the end of the list).
+        let at = dones_at(steps);
         let dones = |f: &mut fmt::Formatter<'_>, j: usize| -> fmt::Result {
-            for s in steps {
-                if let Step::Collective { inst, output, done: Some(d), .. } = s {
-                    if *d == j {
-                        writeln!(f, "{pad}done {} -> (b{output})", inst.op)?;
-                    }
+            for &i in &at[j] {
+                if let Step::Collective { inst, output, .. } = &steps[i] {
+                    writeln!(f, "{pad}done {} -> (b{output})", inst.op)?;
                 }
             }
             Ok(())
