@@ -92,8 +92,9 @@ fn hides(flops: f64, bytes: u64, n: u64) -> bool {
     flops / (HIDE_GFLOPS * 1e9) >= ar
 }
 
-/// The first group of two or more all-reduces that can share a message.
-fn find_group(f: &Function, mesh: &Mesh) -> Option<Vec<Inst>> {
+/// The first group of two or more all-reduces that can share a message
+/// (`varying`: the mesh axes each value varies along).
+fn find_group(f: &Function, mesh: &Mesh, varying: &HashMap<Value, pjc_ir::replication::Axes>) -> Option<Vec<Inst>> {
     struct Open {
         key: Key,
         members: Vec<Inst>,
@@ -103,13 +104,12 @@ fn find_group(f: &Function, mesh: &Mesh) -> Option<Vec<Inst>> {
         /// The compute done (FLOPs, in program order) at its last member.
         at: f64,
     }
-    let varying = pjc_ir::replication::varying_axes(f, &pjc_ir::Module::default());
     let mut open: Vec<Open> = vec![];
     let mut done = 0.0f64;
     for &i in &f.body {
         let d = &f.insts[i];
         done += flops(f, d);
-        if let Some(key) = key_of(f, i, &varying) {
+        if let Some(key) = key_of(f, i, varying) {
             // Saturating: a type past 2^64 bytes is never combined.
             let size = f.values[d.results[0]].ty.bytes();
             let operand = d.operands[0];
@@ -159,7 +159,10 @@ pub fn combine_all_reduces(f: &mut Function, mesh: &Mesh) -> usize {
     }
     let mut removed = 0;
     let sigs = signatures(&pjc_ir::Module::default());
-    while let Some(g) = find_group(f, mesh) {
+    // Computed once: a combination's new values vary as the values they
+    // stand for (below), and no other value changes.
+    let mut varying = pjc_ir::replication::varying_axes(f, &pjc_ir::Module::default());
+    while let Some(g) = find_group(f, mesh, &varying) {
         let last = *g.last().expect("groups have members");
         let first_member = &f.insts[g[0]];
         let attrs: Vec<(String, AttrValue)> = first_member.attrs.iter().map(|a| (a.name.clone(), a.value.clone())).collect();
@@ -178,15 +181,26 @@ pub fn combine_all_reduces(f: &mut Function, mesh: &Mesh) -> usize {
                 .zip(&names)
                 .map(|((&o, t), n)| b.build_typed(Opcode::Reshape, &[o], vec![], TensorType::new(dtype, vec![t.num_elements()]), &format!("{n}.flat")))
                 .collect();
+            for (&v, o) in flat.iter().zip(&operands) {
+                let a = varying.get(o).cloned().unwrap_or_default();
+                varying.insert(v, a);
+            }
             let total: u64 = types.iter().map(|t| t.num_elements()).sum();
             let cat = b.build_typed(Opcode::Concat, &flat, vec![("dim", AttrValue::Int(0))], TensorType::new(dtype, vec![total]), "combined");
             let attr_refs: Vec<(&str, AttrValue)> = attrs.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
             let red = b.build(Opcode::AllReduce, &[cat], attr_refs, "combined.ar");
+            let of = |v: &Value| varying.get(v).cloned().unwrap_or_default();
+            let (in_axes, out_axes) = (of(&operands[0]), of(&results[0]));
+            varying.insert(cat, in_axes);
+            varying.insert(red, out_axes);
             let mut at = 0u64;
             for ((&r, t), n) in results.iter().zip(&types).zip(&names) {
                 let len = t.num_elements();
                 let piece = b.build(Opcode::Slice, &[red], vec![("start", ints(&[at])), ("limit", ints(&[at + len]))], &format!("{n}.piece"));
                 let back = b.build_typed(Opcode::Reshape, &[piece], vec![], t.clone(), &format!("{n}.c"));
+                let a = varying.get(&r).cloned().unwrap_or_default();
+                varying.insert(piece, a.clone());
+                varying.insert(back, a);
                 replace.insert(r, back);
                 at += len;
             }
