@@ -16,6 +16,8 @@ mod names;
 pub use grad::inline_calls;
 mod program;
 pub use program::inline_program;
+pub mod pipeline;
+pub use pipeline::{pipeline, Pipeline, PipelineError, Pipelined};
 pub mod simplify;
 pub mod vmap;
 

@@ -9,6 +9,7 @@ mod exe;
 mod failure;
 mod measured;
 mod pipeline;
+mod pipelining;
 mod ratio;
 mod report;
 
@@ -101,6 +102,8 @@ enum Cmd {
         report: Option<PathBuf>,
         #[command(flatten)]
         acc: AccumulateArgs,
+        #[command(flatten)]
+        pp: pipelining::PipelineArgs,
     },
     /// For every value: global shape, sharding, per-device shape, and why.
     Explain {
@@ -145,6 +148,8 @@ enum Cmd {
         trace: Option<PathBuf>,
         #[command(flatten)]
         acc: AccumulateArgs,
+        #[command(flatten)]
+        pp: pipelining::PipelineArgs,
     },
     /// Print what this machine offers for compiled executables: CPU, GPUs.
     Devices,
@@ -222,6 +227,9 @@ fn explain_text(
     emit: &mut dyn FnMut(String),
 ) -> Result<Option<String>, Failure> {
     emit(pjc_sharding::explain_with(&c.module, c.propagation.as_ref().expect("propagated"), why));
+    if !c.pipelined.is_empty() {
+        emit(pipelining::explain(&c.pipelined));
+    }
     c.run_to(Stage::PerDevice)?;
     emit(explain_collectives(&c.partitioned.as_ref().expect("partitioned").collectives));
     let not_planned = match c.run_to(Stage::Plan) {
@@ -345,7 +353,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             print!("{}", pjc_front::print_module(&c.module));
             Ok(())
         }
-        Cmd::Compile { file, output, mesh, elastic, entry, emit, gpu_arch, device, cpu_levels, target, jobs, no_cache, opt, timings, report, acc } => {
+        Cmd::Compile { file, output, mesh, elastic, entry, emit, gpu_arch, device, cpu_levels, target, jobs, no_cache, opt, timings, report, acc, pp } => {
             let cpu_levels = exe::parse_cpu_levels(&cpu_levels)?;
             if jobs == Some(0) {
                 return Err(Failure::Env("-j/--jobs must be at least 1".into()));
@@ -374,6 +382,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             if report.is_some() && elastic.is_some() {
                 return Err(Failure::Env("--report shows one program: write it with pjc explain --mesh A=N,... --html PATH for each process count".into()));
             }
+            if elastic.is_some() && pp.get()?.is_some() {
+                return Err(Failure::Env("--elastic with --pipeline is not supported yet".into()));
+            }
             if let Some(spec) = &elastic {
                 let Some(out) = output.filter(|_| emit.is_none()) else {
                     return Err(Failure::Env("--elastic applies to executables (-o OUT), not to --emit".into()));
@@ -383,7 +394,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 let args = exe::CodegenArgs { gpu_arch, cpu_levels, targets: target, jobs, cache, opt, timings };
                 return exe::compile_elastic(&file, &entry, mesh.as_deref(), acc.get()?, spec, &out, &args);
             }
-            let mut c = Compilation::run_with(&file, &entry, mesh.as_deref(), acc.get()?, stage)?;
+            let mut c = Compilation::load(&file, &entry, mesh.as_deref())?;
+            (c.accumulate, c.pipeline) = (acc.get()?, pp.get()?);
+            c.run_to(stage)?;
             if let Some(path) = &report {
                 // The explain text the page carries; the stages it needs run once.
                 let (machine, mut text) = (pjc_plan::cost::Machine::CPU, String::new());
@@ -418,14 +431,16 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
-        Cmd::Explain { file, mesh, entry, device, device_gflops, device_gbps, link_gbps, link_latency_us, why, value, html, trace, acc } => {
+        Cmd::Explain { file, mesh, entry, device, device_gflops, device_gbps, link_gbps, link_latency_us, why, value, html, trace, acc, pp } => {
             let machine = ratio::machine(device, device_gflops, device_gbps, link_gbps, link_latency_us)?;
             if value.is_some() && (html.is_some() || trace.is_some()) {
                 return Err(Failure::Env("--value prints one value's sharding; --html and --trace apply to the whole report".into()));
             }
             let trace = trace.map(|t| measured::Trace::read(&t)).transpose()?;
             // One compilation: the propagation explained is the one partitioned.
-            let mut c = Compilation::run_with(&file, &entry, mesh.as_deref(), acc.get()?, Stage::Propagate)?;
+            let mut c = Compilation::load(&file, &entry, mesh.as_deref())?;
+            (c.accumulate, c.pipeline) = (acc.get()?, pp.get()?);
+            c.run_to(Stage::Propagate)?;
             if let Some(v) = value {
                 let text = pjc_sharding::explain_value(&c.module, c.propagation.as_ref().expect("propagated"), c.entry, &v)
                     .ok_or_else(|| Failure::Env(format!("--value {v}: @{entry} has no value or result named {}", v.trim_start_matches('%'))))?;

@@ -260,6 +260,30 @@ fn reshaped(from: &[u64], to: &[u64], bd: BatchDim, b: u64) -> Option<BatchDim> 
 /// where each holds the batch, after checking that the returned loss adds up
 /// over micro-batches. `what` names the option in errors.
 pub(crate) fn batched_values(f: &Function, params: &[usize], b: u64, what: &str) -> Result<HashMap<Value, BatchDim>, TransformError> {
+    let a = analyse(f, params, b, what)?;
+    match a.role(f.ret[0]) {
+        Role::Additive => {}
+        _ => {
+            return Err(TransformError {
+                span: f.ret_spans.first().copied().unwrap_or(f.span),
+                msg: format!("unsupported: {what}: the loss @{} returns is not a sum over the batch (of per-example terms, or a mean: a sum divided by a constant), so micro-batches would not add up to it", f.name),
+            })
+        }
+    }
+    batched_of(a, f, b, what)
+}
+
+/// The batched values of `f` (batch size `b`, batch parameters `params`)
+/// and where each holds the batch, whatever `f` returns: for a function
+/// applied to each micro-batch on its own (a pipeline stage's layer,
+/// `pipeline/`), not summed over them.
+pub(crate) fn batched_anywhere(f: &Function, params: &[usize], b: u64, what: &str) -> Result<HashMap<Value, BatchDim>, TransformError> {
+    let a = analyse(f, params, b, what)?;
+    batched_of(a, f, b, what)
+}
+
+/// The analysis run to its fixed point (forced values retyped).
+fn analyse<'f>(f: &'f Function, params: &[usize], b: u64, what: &str) -> Result<Analysis<'f>, TransformError> {
     let mut a = Analysis { f, b, roles: HashMap::new(), forced: HashMap::new(), what: what.to_string() };
     loop {
         match a.run(params) {
@@ -279,15 +303,11 @@ pub(crate) fn batched_values(f: &Function, params: &[usize], b: u64, what: &str)
             Err(Stop::Error(e)) => return Err(e),
         }
     }
-    match a.role(f.ret[0]) {
-        Role::Additive => {}
-        _ => {
-            return Err(TransformError {
-                span: f.ret_spans.first().copied().unwrap_or(f.span),
-                msg: format!("unsupported: {what}: the loss @{} returns is not a sum over the batch (of per-example terms, or a mean: a sum divided by a constant), so micro-batches would not add up to it", f.name),
-            })
-        }
-    }
+    Ok(a)
+}
+
+/// The batched values the analysis found, checked to hold the whole batch.
+fn batched_of(a: Analysis, f: &Function, b: u64, what: &str) -> Result<HashMap<Value, BatchDim>, TransformError> {
     let batched: HashMap<Value, BatchDim> = a.roles.into_iter().filter_map(|(v, r)| if let Role::Batched(b) = r { Some((v, b)) } else { None }).collect();
     for (&v, bd) in &batched {
         let size = f.values[v].ty.shape[bd.dim];

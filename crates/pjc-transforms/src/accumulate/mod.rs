@@ -31,7 +31,7 @@
 //! code motion after partitioning (`pjc-partition`'s `hoist.rs`) moves it
 //! after the loop: one per step.
 
-mod batch;
+pub(crate) mod batch;
 
 use crate::names::FuncNames;
 use crate::TransformError;

@@ -1,0 +1,215 @@
+//! `pjc compile --pipeline AXIS --microbatches M` end to end: executables
+//! under real `mpirun` compute the unpipelined step (a training step and a
+//! forward pass over an 8-layer stack, on 4 and 8 processes, with a data axis
+//! too), each stage holds only its layers (no gather of the stacked weights
+//! in `--emit spmd`, point-to-point transfers both ways), `pjc explain` gives
+//! the schedule's bubble, and the command line's mistakes are one clear line.
+
+mod common;
+
+use pjc_tensor::compare::{close, Tolerance};
+use pjc_tensor::Tensor;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const STEP: &str = "tests/pipeline/mlp_step.pir";
+const FORWARD: &str = "tests/pipeline/mlp_forward.pir";
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn pjc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pjc")).current_dir(repo()).args(args).output().unwrap()
+}
+
+fn stdout(args: &[&str]) -> String {
+    let o = pjc(args);
+    assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// `pjc compile PROGRAM --mesh MESH [--pipeline stage --microbatches M] -o OUT`.
+fn compile(dir: &Path, program: &str, mesh: &str, m: Option<u64>) -> PathBuf {
+    let stem = Path::new(program).file_stem().unwrap().to_string_lossy().into_owned();
+    let exe = dir.join(format!("{stem}-{mesh}-{}.bin", m.map_or("plain".to_string(), |m| format!("m{m}"))));
+    let ms = m.map(|m| m.to_string());
+    let mut args = vec!["compile", program, "--mesh", mesh, "--target", "cpu", "-o", exe.to_str().unwrap()];
+    if let Some(m) = &ms {
+        args.extend(["--pipeline", "stage", "--microbatches", m]);
+    }
+    let o = pjc(&args);
+    assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    exe
+}
+
+fn run(np: usize, exe: &Path, input: &Path, out: &Path) -> Vec<(String, Tensor)> {
+    let o = Command::new("timeout")
+        .args(["--signal=TERM", "--kill-after=10", "300", "mpirun", "--oversubscribe", "-np", &np.to_string()])
+        .arg(exe)
+        .args(["--inputs", input.to_str().unwrap(), "--output", out.to_str().unwrap()])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_btl", "self,vader")
+        .env("OMPI_MCA_pml", "ob1")
+        .env("PJC_THREADS", "1")
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .expect("cannot start `timeout` (coreutils)");
+    assert_ne!(o.status.code(), Some(124), "hang: mpirun -np {np} {}", exe.display());
+    assert!(o.status.success(), "mpirun -np {np} {}: {}", exe.display(), String::from_utf8_lossy(&o.stderr));
+    pjc_tensor::read_safetensors(out).unwrap()
+}
+
+/// The stack's inputs: 8 layers of 32x32 weights, a batch of 32 rows.
+fn inputs(dir: &Path) -> PathBuf {
+    let mut seed = 0x0bad_cafe_1234_5678u64;
+    let named: Vec<(String, Tensor)> = [("ws", vec![8, 32, 32], 0.3), ("bs", vec![8, 32], 0.1), ("x", vec![32, 32], 1.0), ("y", vec![32, 32], 1.0)]
+        .into_iter()
+        .map(|(n, s, scale)| (n.to_string(), common::random(s, &mut seed, scale)))
+        .collect();
+    let p = dir.join("in.safetensors");
+    pjc_tensor::write_safetensors(&p, &named).unwrap();
+    p
+}
+
+fn assert_same(want: &[(String, Tensor)], got: &[(String, Tensor)], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (name, w) in want {
+        let g = &got.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("{what}: no result {name}")).1;
+        // The same sums regrouped (per micro-batch, then over them; the last
+        // stage's results summed with zeros): spec section 11's f32 rule.
+        close(w, g, Tolerance::spec(pjc_ir::DType::F32)).unwrap_or_else(|e| panic!("{what}, {name}: {e}"));
+    }
+}
+
+#[test]
+fn pipelined_steps_equal_the_unpipelined_step_under_mpirun() {
+    let dir = common::scratch("pipeline");
+    let input = inputs(&dir);
+    // (mesh, processes, micro-batch counts): stages alone, stages with data
+    // parallelism, and 8 processes (data=2 x stage=4).
+    let cases: &[(&str, usize, &[u64])] = &[("data=1,stage=4", 4, &[1, 4, 8]), ("data=2,stage=2", 4, &[2, 4]), ("data=2,stage=4", 8, &[4])];
+    for program in [STEP, FORWARD] {
+        for &(mesh, np, ms) in cases {
+            if program == FORWARD && np == 8 {
+                continue;
+            }
+            let plain = run(np, &compile(&dir, program, mesh, None), &input, &dir.join("plain.safetensors"));
+            for &m in ms {
+                let got = run(np, &compile(&dir, program, mesh, Some(m)), &input, &dir.join(format!("m{m}.safetensors")));
+                assert_same(&plain, &got, &format!("{program} on {mesh}, M={m}"));
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn each_stage_holds_its_layers_and_sends_to_its_neighbours() {
+    // Without --pipeline, spec section 6: the scan's dimension 0 is unsplit,
+    // so the stacked weights are gathered.
+    let plain = stdout(&["compile", STEP, "--emit", "spmd"]);
+    assert!(plain.contains("= all_gather %ws {axes=[stage], dim=0} : f32[8,32,32]"), "{plain}");
+    for (mesh, per) in [("data=1,stage=4", 2), ("data=2,stage=2", 4)] {
+        let spmd = stdout(&["compile", STEP, "--mesh", mesh, "--pipeline", "stage", "--microbatches", "4", "--emit", "spmd"]);
+        assert!(!spmd.contains("all_gather"), "{mesh}: {spmd}");
+        // The per-stage program takes the stage's layers only: L/S deep.
+        let sig = spmd.lines().find(|l| l.starts_with("spmd func @layer.pipeline(")).unwrap_or_else(|| panic!("{spmd}"));
+        assert!(sig.contains(&format!("%ws: f32[{per},32,32] on [stage, _, _]")), "{sig}");
+        assert!(
+            spmd.lines()
+                .any(|l| l.starts_with("spmd func @main(") && l.contains(&format!("%ws: f32[{per},32,32] on [stage, _, _]"))),
+            "{spmd}"
+        );
+        // Activations forward, their gradients back.
+        assert!(spmd.contains("collective_permute %h.layers {axes=[stage], shift=1}"), "{spmd}");
+        assert!(spmd.contains("{axes=[stage], shift=-1}"), "{spmd}");
+    }
+    // With a data axis: the weights' gradients are summed over data once,
+    // after the backward's tick loop, not inside the per-layer bodies.
+    let spmd = stdout(&["compile", STEP, "--mesh", "data=2,stage=2", "--pipeline", "stage", "--microbatches", "4", "--emit", "spmd"]);
+    let funcs: Vec<&str> = spmd.split("\nspmd func ").collect();
+    let body = |name: &str| *funcs.iter().find(|f| f.starts_with(&format!("@{name}("))).unwrap_or_else(|| panic!("no @{name}: {spmd}"));
+    for inner in ["layer.stage.bwd", "layer.tick.bwd"] {
+        assert!(!body(inner).contains("axes=[data]"), "@{inner}: {}", body(inner));
+    }
+    let vjp = body("layer.pipeline.vjp");
+    assert!(vjp.contains("all_reduce %ws.vary.ct {axes=[data], kind=sum}"), "{vjp}");
+}
+
+#[test]
+fn explain_shows_the_schedule_and_its_bubble() {
+    for (mesh, s, m) in [("data=1,stage=4", 4u64, 4u64), ("data=1,stage=4", 4, 8), ("data=2,stage=2", 2, 4)] {
+        let ms = m.to_string();
+        let text = stdout(&["explain", STEP, "--mesh", mesh, "--pipeline", "stage", "--microbatches", &ms]);
+        let t = m + s - 1;
+        let want = format!("bubble fraction (S-1)/(M+S-1) = {}/{t} = {:.3}", s - 1, (s - 1) as f64 / t as f64);
+        assert!(text.contains(&want), "{mesh} M={m}: no '{want}' in\n{text}");
+        assert!(text.contains(&format!("ticks: {t} forward + {t} backward")), "{text}");
+        // The table: stage s-1 runs micro-batch 0's forward at tick s-1 and
+        // starts the backward pass with micro-batch m-1.
+        let row = text.lines().find(|l| l.trim_start().starts_with(&format!("stage {}", s - 1))).unwrap_or_else(|| panic!("{text}"));
+        let cells: Vec<&str> = row.split_whitespace().skip(2).collect();
+        assert_eq!(cells[(s - 1) as usize], "F0", "{row}");
+        assert_eq!(cells[t as usize + 1], format!("B{}", m - 1), "{row}");
+    }
+    // A forward-only program has no backward pass.
+    let text = stdout(&["explain", FORWARD, "--pipeline", "stage", "--microbatches", "4"]);
+    assert!(text.contains("ticks: 7 forward (M+S-1 = 4+4-1 each)") && !text.contains(" B0"), "{text}");
+}
+
+/// `pjc explain`'s peak memory per device.
+fn peak(args: &[&str]) -> u64 {
+    let text = stdout(args);
+    let line = text.lines().find(|l| l.starts_with("peak memory per device: ")).unwrap_or_else(|| panic!("{text}"));
+    line["peak memory per device: ".len()..].split(' ').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_stage_needs_less_memory_than_the_gathered_stack() {
+    let plain = peak(&["explain", STEP]);
+    let piped = peak(&["explain", STEP, "--pipeline", "stage", "--microbatches", "4"]);
+    // 8 layers' weights (32 KiB f32) and their gradients, gathered on every
+    // device, against 2 layers' per stage.
+    assert!(piped < plain, "pipelined {piped} B, unpipelined {plain} B");
+}
+
+#[test]
+fn command_line_errors() {
+    let err = |args: &[&str], code: i32| {
+        let o = pjc(args);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    assert_eq!(
+        err(&["compile", STEP, "--emit", "spmd", "--pipeline", "pipe", "--microbatches", "2"], 2),
+        "error: --pipeline pipe: the mesh has no axis 'pipe' (its axes: data, stage)\n"
+    );
+    assert_eq!(
+        err(&["compile", STEP, "--emit", "spmd", "--pipeline", "stage"], 2),
+        "error: --pipeline stage needs --microbatches M (the micro-batches per step)\n"
+    );
+    assert_eq!(err(&["explain", STEP, "--microbatches", "2"], 2), "error: --microbatches and --schedule apply with --pipeline AXIS\n");
+    assert!(err(&["compile", STEP, "--emit", "spmd", "--pipeline", "stage", "--microbatches", "2", "--schedule", "1f1b"], 2).starts_with("error: --schedule 1f1b is not implemented yet"));
+    assert!(err(&["compile", STEP, "--emit", "spmd", "--pipeline", "stage", "--microbatches", "2", "--accumulate", "2"], 2).contains("--accumulate with --pipeline is not supported"));
+    // The program's side: located diagnostics (exit 1).
+    let e = err(&["compile", STEP, "--emit", "spmd", "--pipeline", "stage", "--microbatches", "3"], 1);
+    assert!(
+        e.starts_with("tests/pipeline/mlp_step.pir:") && e.contains(": error: --pipeline stage: the batch of scan %h has 32 rows, which do not split into 3 equal micro-batches\n"),
+        "{e}"
+    );
+    let e = err(&["compile", STEP, "--emit", "spmd", "--mesh", "data=1,stage=3", "--pipeline", "stage", "--microbatches", "2"], 1);
+    // (the signature's on [stage, ...] already requires it: spec section 6)
+    assert!(e.contains("error: dimension 0 of parameter %ws has size 8 which is not divisible by 3"), "{e}");
+    let e = err(&["compile", STEP, "--emit", "spmd", "--mesh", "data=2,stage=2", "--pipeline", "stage", "--microbatches", "32"], 1);
+    assert!(e.contains("which do not split into 32 equal micro-batches on each of the 2 devices of [data]"), "{e}");
+    // The batch (split over data) is no stack of layers.
+    let e = err(&["compile", STEP, "--emit", "spmd", "--pipeline", "data", "--microbatches", "2"], 1);
+    assert!(
+        e.contains("error: unsupported: --pipeline data: no scan takes the parameters stacked over data as scanned operands"),
+        "{e}"
+    );
+    let e = err(&["compile", "tests/accumulate/mlp_dp.pir", "--emit", "spmd", "--pipeline", "data", "--microbatches", "2"], 1);
+    assert!(e.contains("no scan takes the parameters stacked over data"), "{e}");
+}
