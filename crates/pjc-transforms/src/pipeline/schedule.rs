@@ -95,12 +95,8 @@ pub fn explain(p: &Pipelined) -> String {
         p.func,
         p.body
     );
-    let _ = writeln!(
-        out,
-        "  stage k of {s} holds layers {per}k..{per}k+{} of the {} stacked layers ({per} per stage) and never gathers the others",
-        per - 1,
-        p.layers
-    );
+    let held = if per == 1 { "layer k".to_string() } else { format!("layers {per}k..{per}k+{}", per - 1) };
+    let _ = writeln!(out, "  stage k of {s} holds {held} of the {} stacked layers ({per} per stage) and never gathers the others", p.layers);
     let over = if p.batch_axes.is_empty() {
         String::new()
     } else {
