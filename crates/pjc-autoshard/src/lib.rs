@@ -175,14 +175,23 @@ pub fn auto_shard(m: &mut Module, entry: FuncId, opts: &Options) -> Report {
     let deadline = t0 + opts.time_limit;
     let limit = opts.memory_limit as f64;
     // Block coordinate descent over the axes: each axis re-solved exactly
-    // with the others fixed, until a round changes nothing (at most 3).
+    // with the others fixed, until a round changes nothing (at least 2, so
+    // that the real memory limit is met, at most 3).
     const ROUNDS: usize = 3;
     let axes = mesh.axes.len();
     for round in 0..ROUNDS {
         let before = assign.clone();
         let mut outcomes = vec![];
         for a in 0..axes {
-            match solve::solve_axis(&p, machine, &mut assign, a, limit, deadline, false) {
+            // In the first round the axes after `a` are still unused: each can
+            // divide the memory by at most its size, so the limit `a` must
+            // meet is relaxed by theirs (later rounds meet the real limit).
+            let later: f64 = if round == 0 {
+                mesh.axes[a + 1..].iter().map(|x| x.size as f64).product()
+            } else {
+                1.0
+            };
+            match solve::solve_axis(&p, machine, &mut assign, a, limit * later, deadline, false) {
                 Ok(o) => outcomes.push(o),
                 Err(e) => {
                     report.fallback = Some(format!(
@@ -196,7 +205,7 @@ pub fn auto_shard(m: &mut Module, entry: FuncId, opts: &Options) -> Report {
         }
         report.rounds = round + 1;
         report.solves = outcomes;
-        if assign == before {
+        if round > 0 && assign == before {
             break;
         }
     }
@@ -240,7 +249,7 @@ pub fn auto_shard(m: &mut Module, entry: FuncId, opts: &Options) -> Report {
                     p.f.param_name(i).to_string(),
                     p.sharding(&p.tensor_axes(n, 0, &ru[n])),
                 )),
-                NodeKind::Inst(_) => None,
+                NodeKind::Inst(_) | NodeKind::Result(_) => None,
             })
             .collect();
         report.runner_up = Some(RunnerUp {

@@ -66,6 +66,8 @@ pub enum NodeKind {
     /// Entry parameter `i`.
     Param(usize),
     Inst(Inst),
+    /// Entry result `k` with a written sharding: where its value must arrive.
+    Result(usize),
 }
 
 /// One decision: a parameter or an instruction of the inlined entry.
@@ -176,6 +178,41 @@ impl Problem {
             };
             nodes.push(node(NodeKind::Inst(inst), rule, outputs, per_point, opaque));
         }
+        // Results: one the user annotated is a node fixed by the annotation
+        // (its `?` dims free); a result named like a parameter (carried state)
+        // must arrive as the parameter is split, for the next step; any other
+        // takes its value's sharding, free.
+        for (k, r) in f.results.iter().enumerate() {
+            let v = f.ret[k];
+            let (p, pt) = def[&v];
+            let carried = (0..f.params.len()).find(|&i| f.param_name(i) == f.result_name(k));
+            match (&r.sharding, carried) {
+                (Some(s), _) => {
+                    let n = nodes.len();
+                    fixed.insert((n, 0), s.clone());
+                    nodes.push(node(
+                        NodeKind::Result(k),
+                        FactorRule::identity(&r.ty),
+                        vec![],
+                        0.0,
+                        false,
+                    ));
+                    edges.push(Edge {
+                        producer: p,
+                        ptensor: pt,
+                        consumer: n,
+                        tensor: 0,
+                    });
+                }
+                (None, Some(i)) => edges.push(Edge {
+                    producer: p,
+                    ptensor: pt,
+                    consumer: i,
+                    tensor: 0,
+                }),
+                (None, None) => {}
+            }
+        }
         let positions = f.body.len();
         // Values the entry returns live to the end; parameters from the start.
         for &v in &f.ret {
@@ -224,6 +261,7 @@ impl Problem {
         let node = &self.nodes[n];
         match node.kind {
             NodeKind::Param(i) => self.f.ty(self.f.params[i]),
+            NodeKind::Result(k) => &self.f.results[k].ty,
             NodeKind::Inst(inst) => {
                 let d = &self.f.insts[inst];
                 self.f.ty(if t < d.operands.len() {

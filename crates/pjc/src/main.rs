@@ -4,6 +4,7 @@
 //! program is invalid or uses what this pjc cannot compile (a located
 //! diagnostic), 2 anything about the environment or the inputs.
 
+mod autoshard;
 mod eval;
 mod exe;
 mod failure;
@@ -103,6 +104,8 @@ enum Cmd {
         #[command(flatten)]
         acc: AccumulateArgs,
         #[command(flatten)]
+        auto: autoshard::AutoShardArgs,
+        #[command(flatten)]
         pp: pipelining::PipelineArgs,
     },
     /// For every value: global shape, sharding, per-device shape, and why.
@@ -148,6 +151,8 @@ enum Cmd {
         trace: Option<PathBuf>,
         #[command(flatten)]
         acc: AccumulateArgs,
+        #[command(flatten)]
+        auto: autoshard::AutoShardArgs,
         #[command(flatten)]
         pp: pipelining::PipelineArgs,
     },
@@ -226,6 +231,9 @@ fn explain_text(
     trace: Option<&measured::Trace>,
     emit: &mut dyn FnMut(String),
 ) -> Result<Option<String>, Failure> {
+    if let Some(r) = &c.auto_report {
+        emit(format!("{}\n", r.text()));
+    }
     emit(pjc_sharding::explain_with(&c.module, c.propagation.as_ref().expect("propagated"), why));
     if !c.pipelined.is_empty() {
         emit(pipelining::explain(&c.pipelined));
@@ -353,7 +361,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             print!("{}", pjc_front::print_module(&c.module));
             Ok(())
         }
-        Cmd::Compile { file, output, mesh, elastic, entry, emit, gpu_arch, device, cpu_levels, target, jobs, no_cache, opt, timings, report, acc, pp } => {
+        Cmd::Compile { file, output, mesh, elastic, entry, emit, gpu_arch, device, cpu_levels, target, jobs, no_cache, opt, timings, report, acc, auto, pp } => {
             let cpu_levels = exe::parse_cpu_levels(&cpu_levels)?;
             if jobs == Some(0) {
                 return Err(Failure::Env("-j/--jobs must be at least 1".into()));
@@ -385,6 +393,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             if elastic.is_some() && pp.get()?.is_some() {
                 return Err(Failure::Env("--elastic with --pipeline is not supported yet".into()));
             }
+            if elastic.is_some() && auto.auto_shard {
+                return Err(Failure::Env("--auto-shard applies to one mesh: use it with pjc compile --mesh A=N,... for each process count".into()));
+            }
             if let Some(spec) = &elastic {
                 let Some(out) = output.filter(|_| emit.is_none()) else {
                     return Err(Failure::Env("--elastic applies to executables (-o OUT), not to --emit".into()));
@@ -396,6 +407,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             let mut c = Compilation::load(&file, &entry, mesh.as_deref())?;
             (c.accumulate, c.pipeline) = (acc.get()?, pp.get()?);
+            c.auto_shard = auto.get(&pjc_plan::cost::Machine::CPU, ratio::DeviceClass::Cpu)?;
             c.run_to(stage)?;
             if let Some(path) = &report {
                 // The explain text the page carries; the stages it needs run once.
@@ -431,7 +443,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
-        Cmd::Explain { file, mesh, entry, device, device_gflops, device_gbps, link_gbps, link_latency_us, why, value, html, trace, acc, pp } => {
+        Cmd::Explain { file, mesh, entry, device, device_gflops, device_gbps, link_gbps, link_latency_us, why, value, html, trace, acc, auto, pp } => {
             let machine = ratio::machine(device, device_gflops, device_gbps, link_gbps, link_latency_us)?;
             if value.is_some() && (html.is_some() || trace.is_some()) {
                 return Err(Failure::Env("--value prints one value's sharding; --html and --trace apply to the whole report".into()));
@@ -440,6 +452,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             // One compilation: the propagation explained is the one partitioned.
             let mut c = Compilation::load(&file, &entry, mesh.as_deref())?;
             (c.accumulate, c.pipeline) = (acc.get()?, pp.get()?);
+            c.auto_shard = auto.get(&machine, device)?;
             c.run_to(Stage::Propagate)?;
             if let Some(v) = value {
                 let text = pjc_sharding::explain_value(&c.module, c.propagation.as_ref().expect("propagated"), c.entry, &v)

@@ -4,6 +4,7 @@
 //! |---|---|---|
 //! | load | read, parse, `--mesh` override, verify, find the entry | every later stage assumes a verified module: types inferred, attributes canonical |
 //! | expand | `grad`/`vmap` into ordinary PIR (`pjc-transforms`); first `--pipeline` (a scan over stacked layers as a per-stage `spmd func`) and `--accumulate` | before sharding, so propagation and partitioning see only ordinary ops (spec section 9); the rewrites before `grad`, whose expansion then differentiates them (GPipe's backward, the micro-batches' sums) |
+//! | auto-shard | with `--auto-shard`: shardings for the unannotated entry values chosen by a cost model and an ILP (`pjc-autoshard`), written as annotations | after expansion, so gradients and their updates are priced; before propagation, which then runs unchanged from the annotations (the stage only adds annotations) |
 //! | propagate | a sharding for every value (`pjc-sharding`), kept as a side table | after expansion, so gradients get shardings like any value; before partitioning, which needs every value's target |
 //! | partition | the per-device `spmd func` with its collectives (`pjc-partition`), then sum all-reduces of accumulating loop carries moved after their loop (`hoist.rs`) | needs every value's target sharding; the motion needs the all-reduces the partitioner inserts, and runs before combining, whose concatenations would hide the pattern and which then merges the moved ones |
 //! | per-device | inline `spmd func` calls, combine all-reduces: the entry, then each body of its control flow, one function each | after partitioning (only then do spmd calls exist); before planning, which plans the entry with its bodies |
@@ -33,6 +34,7 @@ use std::path::Path;
 pub enum Stage {
     Load,
     Expand,
+    AutoShard,
     Propagate,
     Partition,
     PerDevice,
@@ -44,6 +46,7 @@ impl Stage {
         match self {
             Stage::Load => "load",
             Stage::Expand => "expand (grad/vmap)",
+            Stage::AutoShard => "auto-sharding",
             Stage::Propagate => "sharding propagation",
             Stage::Partition => "SPMD partitioning",
             Stage::PerDevice => "inlining and all-reduce combining",
@@ -68,6 +71,9 @@ pub struct Compilation {
     pub entry: FuncId,
     pub reached: Stage,
     pub propagation: Option<pjc_sharding::Propagation>,
+    /// `--auto-shard`: what the stage is given, and what it decided.
+    pub auto_shard: Option<pjc_autoshard::Options>,
+    pub auto_report: Option<pjc_autoshard::Report>,
     pub partitioned: Option<pjc_partition::Partitioned>,
     /// The entry's per-device program in a module with the mesh: the entry
     /// first, then the bodies its control flow names.
@@ -103,6 +109,8 @@ impl Compilation {
             entry: id,
             reached: Stage::Load,
             propagation: None,
+            auto_shard: None,
+            auto_report: None,
             partitioned: None,
             per_device: None,
             plan: None,
@@ -119,7 +127,8 @@ impl Compilation {
             let t0 = std::time::Instant::now();
             match self.reached {
                 Stage::Load => self.expand()?,
-                Stage::Expand => self.propagate()?,
+                Stage::Expand => self.auto_shard()?,
+                Stage::AutoShard => self.propagate()?,
                 Stage::Propagate => self.partition()?,
                 Stage::Partition => self.per_device()?,
                 Stage::PerDevice => self.plan()?,
@@ -181,6 +190,24 @@ impl Compilation {
         pjc_transforms::expand(&mut self.module).map_err(|e| Failure::Program(self.render(e.span, e.msg)))?;
         Compilation::checked(Stage::Expand, &self.module)?;
         self.reached = Stage::Expand;
+        Ok(())
+    }
+
+    /// Stage `auto-shard` (with `--auto-shard`; else nothing): shardings of
+    /// the unannotated entry values written into the module as annotations.
+    /// Where no plan is found (none fits the memory limit, or the time limit
+    /// passed first) the module is unchanged, propagation runs on it as
+    /// written, and a warning says why.
+    fn auto_shard(&mut self) -> Result<(), Failure> {
+        if let Some(opts) = self.auto_shard.clone() {
+            let report = pjc_autoshard::auto_shard(&mut self.module, self.entry, &opts);
+            if let Some(why) = &report.fallback {
+                eprintln!("warning: --auto-shard: {why}");
+            }
+            Compilation::checked(Stage::AutoShard, &self.module)?;
+            self.auto_report = Some(report);
+        }
+        self.reached = Stage::AutoShard;
         Ok(())
     }
 
