@@ -411,17 +411,12 @@ impl Report {
             .collect();
         let _ = writeln!(
             out,
-            "  solver: ILP per mesh axis (good_lp/microlp), {} round{}, {} nodes [{}], {}; {:.2} s",
+            "  solver: ILP per mesh axis (good_lp/microlp), {} round{}, {} nodes [{}], {}",
             self.rounds,
             if self.rounds == 1 { "" } else { "s" },
             self.nodes,
             solves.join("; "),
-            if self.optimal {
-                "each axis optimal given the others"
-            } else {
-                "time limit: best found, not proven optimal"
-            },
-            self.seconds
+            if self.optimal { "each axis optimal given the others" } else { "time limit: best found, not proven optimal" },
         );
         let line = |e: &Estimate| {
             format!("step {} (compute {}, collectives {}, {:.0} B sent per device), peak {:.0} B per device", time(e.step()), time(e.compute), time(e.comm), e.bytes, e.peak)
