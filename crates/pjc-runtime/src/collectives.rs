@@ -123,10 +123,16 @@ impl Worker {
 impl Drop for Worker {
     fn drop(&mut self) {
         // Closing the queue ends the thread, which drops its share of the
-        // communicators before the main thread frees them.
+        // communicators before the main thread frees them. With a collective
+        // still unwaited (a run that failed between a start and its done),
+        // the thread may wait in MPI for ranks that will not come: it is left
+        // to end with the process (which then ends the job) instead of being
+        // joined, which could hang.
         self.jobs.take();
         if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            if self.replies.is_empty() {
+                let _ = t.join();
+            }
         }
     }
 }
