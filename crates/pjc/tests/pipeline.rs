@@ -44,10 +44,15 @@ fn compile(dir: &Path, program: &str, mesh: &str, m: Option<u64>) -> PathBuf {
 }
 
 fn run(np: usize, exe: &Path, input: &Path, out: &Path) -> Vec<(String, Tensor)> {
+    run_with(np, exe, input, out, &[])
+}
+
+fn run_with(np: usize, exe: &Path, input: &Path, out: &Path, extra: &[&str]) -> Vec<(String, Tensor)> {
     let o = Command::new("timeout")
         .args(["--signal=TERM", "--kill-after=10", "300", "mpirun", "--oversubscribe", "-np", &np.to_string()])
         .arg(exe)
         .args(["--inputs", input.to_str().unwrap(), "--output", out.to_str().unwrap()])
+        .args(extra)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env("OMPI_MCA_btl", "self,vader")
@@ -74,12 +79,16 @@ fn inputs(dir: &Path) -> PathBuf {
 }
 
 fn assert_same(want: &[(String, Tensor)], got: &[(String, Tensor)], what: &str) {
+    // The same sums regrouped (per micro-batch, then over them; the last
+    // stage's results summed with zeros): spec section 11's f32 rule.
+    assert_same_with(want, got, what, Tolerance::spec(pjc_ir::DType::F32))
+}
+
+fn assert_same_with(want: &[(String, Tensor)], got: &[(String, Tensor)], what: &str, tol: Tolerance) {
     assert_eq!(got.len(), want.len(), "{what}");
     for (name, w) in want {
         let g = &got.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("{what}: no result {name}")).1;
-        // The same sums regrouped (per micro-batch, then over them; the last
-        // stage's results summed with zeros): spec section 11's f32 rule.
-        close(w, g, Tolerance::spec(pjc_ir::DType::F32)).unwrap_or_else(|e| panic!("{what}, {name}: {e}"));
+        close(w, g, tol).unwrap_or_else(|e| panic!("{what}, {name}: {e}"));
     }
 }
 
@@ -102,6 +111,24 @@ fn pipelined_steps_equal_the_unpipelined_step_under_mpirun() {
             }
         }
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn loop_mode_checkpoints_and_resumes_on_the_same_pipeline_layout() {
+    let dir = common::scratch("pipeline-loop");
+    let input = inputs(&dir);
+    let exe = compile(&dir, STEP, "data=1,stage=4", Some(4));
+    let full = run_with(4, &exe, &input, &dir.join("full.safetensors"), &["--steps", "6"]);
+    let ck = dir.join("ck");
+    let ck = ck.to_str().unwrap();
+    run_with(4, &exe, &input, &dir.join("part.safetensors"), &["--steps", "3", "--checkpoint", ck, "--checkpoint-every", "3"]);
+    let resumed = run_with(4, &exe, &input, &dir.join("resumed.safetensors"), &["--steps", "6", "--checkpoint", ck, "--resume"]);
+    // The same executable on the same process count: bitwise (spec section 11).
+    assert_same_with(&full, &resumed, "resumed at step 3", Tolerance::BITWISE);
+    // Six SGD steps of the unpipelined program land on the same weights.
+    let plain = run_with(4, &compile(&dir, STEP, "data=1,stage=4", None), &input, &dir.join("plain.safetensors"), &["--steps", "6"]);
+    assert_same(&plain, &full, "6 steps");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

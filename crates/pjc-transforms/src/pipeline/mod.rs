@@ -17,18 +17,19 @@
 //! - `@layer.stage`: the body retyped for one micro-batch (`accumulate`'s
 //!   batch analysis, `batch.rs`), a `spmd func`;
 //! - `@layer.tick`: one tick of the schedule on one stage: the micro-batch
-//!   `m = t - k` (stage k, tick t; idle outside `0 <= m < M`) — stage 0 reads
-//!   it from the cut-up batch, the others take what the previous stage sent
-//!   last tick —, a `scan` of `@layer.stage` over the stage's L/S layers, the
-//!   last stage storing its result, and `collective_permute {shift=1}` over
-//!   AXIS sending the activation on (stage 0 receives the last stage's, and
-//!   ignores it). Idle ticks compute on zeros and keep nothing: a mask
-//!   (`select`) and not a branch, since a `switch` index must be the same on
-//!   every device (spec section 5);
-//! - `@layer.pipeline`: the batch cut into M micro-batches, a `scan` of
-//!   `@layer.tick` over the M+S−1 ticks, the last stage's results summed over
-//!   AXIS (`all_reduce` of values that are zero elsewhere) so every stage has
-//!   them.
+//!   `m = t - k` (stage k, tick t; idle outside `0 <= m < M`) — stage 0 takes
+//!   slice t of the cut-up batch, the others what the previous stage sent
+//!   last tick —, a `scan` of `@layer.stage` over the stage's L/S layers, and
+//!   `collective_permute {shift=1}` over AXIS sending the activation on
+//!   (stage 0 receives the last stage's, and ignores it). Idle ticks compute
+//!   on zeros: a mask (`select`) and not a branch, since a `switch` index must
+//!   be the same on every device (spec section 5);
+//! - `@layer.pipeline`: the batch cut into M micro-batches and padded with
+//!   S−1 ticks of zeros, a `scan` of `@layer.tick` over the M+S−1 ticks that
+//!   takes one slice per tick and stacks each tick's result (so a tick touches
+//!   one micro-batch's rows, never the whole batch), the last stage's ticks
+//!   S−1 … S+M−2 sliced out and summed over AXIS (`all_reduce` of values that
+//!   are zero on the other stages) so every stage has them.
 //!
 //! The scan becomes `call @layer.pipeline`. When the program takes `grad`
 //! through it, the expansion of `grad` (reverse mode through `scan` and the
@@ -38,6 +39,11 @@
 //! accumulated per stage, and a data axis's gradient all-reduce once, after
 //! the last micro-batch (the transpose of the implicit broadcast of the
 //! weights, outside the tick loop).
+//!
+//! Costs beyond the schedule's: idle ticks compute (masked), as in
+//! GSPMD-style pipelines; `grad` of a `spmd func` call recomputes the
+//! callee's forward pass in its VJP (`grad/mod.rs`), so a training step runs
+//! the forward ticks twice, and computes the cotangent of the batch too.
 
 mod schedule;
 pub use schedule::{backward_at, bubble, explain, forward_at, ticks, Pipelined, Schedule};
@@ -422,10 +428,10 @@ fn rewrite(m: &mut Module, fid: FuncId, inst: Inst, cx: &Ctx, names: &mut FuncNa
             v
         };
         let recv: Vec<Value> = act.iter().zip(&mb_ty).map(|(&k, ty)| param(&mut t, &format!("{}.recv", carry_names[k]), ty.clone())).collect();
-        let outs: Vec<Value> = act.iter().zip(&mbs_ty).map(|(&k, ty)| param(&mut t, &format!("{}.outs", carry_names[k]), ty.clone())).collect();
         let invs: Vec<Value> = inv.iter().zip(&inv_ty).map(|(&k, ty)| param(&mut t, &carry_names[k], ty.clone())).collect();
         let ws: Vec<Value> = slice_names.iter().zip(&ws_ty).map(|(n, ty)| param(&mut t, n, ty.clone())).collect();
-        let mbs: Vec<Value> = act.iter().zip(&mbs_ty).map(|(&k, ty)| param(&mut t, &format!("{}.mbs", carry_names[k]), ty.clone())).collect();
+        // Slice t of the batch cut up and padded to the ticks: what stage 0 reads.
+        let feed: Vec<Value> = act.iter().zip(&mb_ty).map(|(&k, ty)| param(&mut t, &format!("{}.feed", carry_names[k]), ty.clone())).collect();
         let tick = param(&mut t, "tick", i32_scalar());
         let mut b = Builder::new(&mut t, &mesh, &sigs);
         let int = |b: &mut Builder, n: u64, name: &str| b.splat(Number::Int(n as i128), i32_scalar(), name);
@@ -433,31 +439,17 @@ fn rewrite(m: &mut Module, fid: FuncId, inst: Inst, cx: &Ctx, names: &mut FuncNa
         let mi = b.build(Opcode::Sub, &[tick, k], vec![], "micro");
         let zero = int(&mut b, 0, "zero");
         let count = int(&mut b, mm, "micro.count");
-        let lastk = int(&mut b, s - 1, "stage.last");
         let cmp = |b: &mut Builder, x: Value, y: Value, dir: &str, name: &str| b.build(Opcode::Compare, &[x, y], vec![("dir", AttrValue::Ident(dir.to_string()))], name);
         let first = cmp(&mut b, k, zero, "eq", "first");
-        let last = cmp(&mut b, k, lastk, "eq", "last");
         let ge = cmp(&mut b, mi, zero, "ge", "started");
         let lt = cmp(&mut b, mi, count, "lt", "not_done");
         let active = b.build(Opcode::And, &[ge, lt], vec![], "active");
-        let store = b.build(Opcode::And, &[last, active], vec![], "store");
-        // Each activation's input this tick.
+        // Each activation's input this tick: stage 0 reads micro-batch t, the
+        // others take what the previous stage sent; idle ticks run on zeros.
         let mut inputs = vec![];
         for (j, &a) in act.iter().enumerate() {
             let n = &carry_names[a];
-            let rank = mbs_ty[j].shape.len();
-            let mut idx = vec![mi];
-            idx.extend(std::iter::repeat_n(zero, rank - 1));
-            let mut sizes = vec![1i64, mb as i64];
-            sizes.extend(mbs_ty[j].shape[2..].iter().map(|&x| x as i64));
-            let one = b.build(
-                Opcode::DynamicSlice,
-                &[&[mbs[j]][..], &idx].concat(),
-                vec![("sizes", AttrValue::int_list(&sizes))],
-                &format!("{n}.read"),
-            );
-            let read = b.build_typed(Opcode::Reshape, &[one], vec![], mb_ty[j].clone(), &format!("{n}.first"));
-            let x = b.build(Opcode::Select, &[first, read, recv[j]], vec![], &format!("{n}.in"));
+            let x = b.build(Opcode::Select, &[first, feed[j], recv[j]], vec![], &format!("{n}.in"));
             let z = b.splat(zero_of(mb_ty[j].dtype), mb_ty[j].clone(), &format!("{n}.idle"));
             inputs.push(b.build(Opcode::Select, &[active, x, z], vec![], &format!("{n}.x")));
         }
@@ -474,24 +466,20 @@ fn rewrite(m: &mut Module, fid: FuncId, inst: Inst, cx: &Ctx, names: &mut FuncNa
         let layered = b
             .try_build(Opcode::Scan, &operands, attrs, std::slice::from_ref(&stage_name), None, &format!("{}.layers", carry_names[act[0]]))
             .map_err(|e| prog(d.span, format!("internal error: {what}: the stage's layer scan does not type: {}", e.msg)))?;
+        // The activations go on to the next stage; each tick's result is also
+        // stacked (the last stage's ticks S-1 .. S+M-2 are the micro-batches' results).
         let mut sends = vec![];
-        let mut stored = vec![];
-        for (j, &a) in act.iter().enumerate() {
+        let mut stacked = vec![];
+        for &a in &act {
             let n = &carry_names[a];
             let y = layered[a];
-            let rank = mbs_ty[j].shape.len();
-            let one = b.build_typed(Opcode::Reshape, &[y], vec![], with_dims(&mb_ty[j], &[1, mb], 1), &format!("{n}.one"));
-            let mut idx = vec![mi];
-            idx.extend(std::iter::repeat_n(zero, rank - 1));
-            let upd = b.build(Opcode::DynamicUpdateSlice, &[&[outs[j], one][..], &idx].concat(), vec![], &format!("{n}.stored"));
-            stored.push(b.build(Opcode::Select, &[store, upd, outs[j]], vec![], &format!("{n}.outs.next")));
             sends.push(b.build(Opcode::CollectivePermute, &[y], vec![("axes", axes_attr(cx.axis)), ("shift", AttrValue::Int(1))], &format!("{n}.send")));
+            stacked.push(y);
         }
         let mut ret = sends;
-        ret.extend(stored);
         ret.extend(&invs);
         ret.extend(&ws);
-        ret.extend(&mbs);
+        ret.extend(stacked);
         for v in ret {
             let ty = t.values[v].ty.clone();
             t.results.push(ResultDecl {
@@ -557,7 +545,7 @@ fn rewrite(m: &mut Module, fid: FuncId, inst: Inst, cx: &Ctx, names: &mut FuncNa
         // step after the last micro-batch, instead of one per layer and tick
         // inside the bodies (where the weights would meet the data-varying
         // activations).
-        let (invs, ws) = if cx.batch_axes.is_empty() {
+        let (invs, ws) = if g == 1 {
             (invs, ws)
         } else {
             let mut zero: Option<Value> = None;
@@ -590,20 +578,25 @@ fn rewrite(m: &mut Module, fid: FuncId, inst: Inst, cx: &Ctx, names: &mut FuncNa
         };
         let ticks_n = schedule::ticks(s, mm);
         let mut operands = vec![];
-        let mut mbs = vec![];
-        for (j, &a) in act.iter().enumerate() {
-            mbs.push(b.build_typed(Opcode::Reshape, &[acts[j]], vec![], mbs_ty[j].clone(), &format!("{}.mbs", carry_names[a])));
-        }
         for (j, &a) in act.iter().enumerate() {
             operands.push(b.splat(zero_of(mb_ty[j].dtype), mb_ty[j].clone(), &format!("{}.recv0", carry_names[a])));
         }
-        for (j, &a) in act.iter().enumerate() {
-            operands.push(b.splat(zero_of(mbs_ty[j].dtype), mbs_ty[j].clone(), &format!("{}.outs0", carry_names[a])));
-        }
         operands.extend(&invs);
         operands.extend(&ws);
-        operands.extend(&mbs);
         let n_carries = operands.len();
+        // The batch cut into M micro-batches (rows m·mb .. (m+1)·mb−1), then
+        // S−1 ticks of zeros: slice t of it is what stage 0 reads at tick t.
+        for (j, &a) in act.iter().enumerate() {
+            let n = &carry_names[a];
+            let mbs = b.build_typed(Opcode::Reshape, &[acts[j]], vec![], mbs_ty[j].clone(), &format!("{n}.mbs"));
+            let fed = if s > 1 {
+                let pad = b.splat(zero_of(mbs_ty[j].dtype), with_dims(&mb_ty[j], &[s - 1, mb], 1), &format!("{n}.drain"));
+                b.build(Opcode::Concat, &[mbs, pad], vec![("dim", AttrValue::Int(0))], &format!("{n}.feed"))
+            } else {
+                mbs
+            };
+            operands.push(fed);
+        }
         let tick_ids = b.build_typed(Opcode::Iota, &[], vec![("dim", AttrValue::Int(0))], TensorType::new(DType::I32, vec![ticks_n]), "ticks");
         operands.push(tick_ids);
         let attrs = vec![("length", AttrValue::Int(ticks_n as i64)), ("carries", AttrValue::Int(n_carries as i64))];
@@ -616,7 +609,22 @@ fn rewrite(m: &mut Module, fid: FuncId, inst: Inst, cx: &Ctx, names: &mut FuncNa
         let mut ret = vec![];
         for (j, &a) in act.iter().enumerate() {
             let n = &carry_names[a];
-            let outs = res[act.len() + j];
+            // The last stage finishes micro-batch m at tick S−1+m.
+            let ys = res[n_carries + j];
+            let rank = mbs_ty[j].shape.len();
+            let mut start = vec![(s - 1) as i64];
+            start.extend(std::iter::repeat_n(0i64, rank - 1));
+            let limit: Vec<i64> = std::iter::once((s - 1 + mm) as i64).chain(mbs_ty[j].shape[1..].iter().map(|&x| x as i64)).collect();
+            let outs = b.build(
+                Opcode::Slice,
+                &[ys],
+                vec![
+                    ("start", AttrValue::int_list(&start)),
+                    ("limit", AttrValue::int_list(&limit)),
+                    ("stride", AttrValue::int_list(&vec![1; rank])),
+                ],
+                &format!("{n}.done"),
+            );
             let z = b.splat(zero_of(mbs_ty[j].dtype), mbs_ty[j].clone(), &format!("{n}.elsewhere"));
             let mine = b.build(Opcode::Select, &[last, outs, z], vec![], &format!("{n}.last"));
             let all = b.build(

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Pipeline parallelism measured (issue 20): the 8-layer, 256-wide SGD step of
+# mlp_stack.pir (batch 256) without --pipeline (every device gathers the 8 layers
+# and runs them all) and with --pipeline stage --microbatches M, on stage=2
+# (mpirun -np 2) and stage=4 (-np 4). Per configuration: pjc explain's peak memory
+# per device, the median wall time of STEPS loop-mode steps over RUNS runs, and one
+# traced run's split of a step (compute, collectives, waiting; pjc explain --trace's
+# categories) on the first and last stage. Prints one markdown table.
+# Needs numpy (the JAX venv's, .venv-jax, or python3's) for the inputs.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+PJC=${PJC:-$ROOT/target/release/pjc}
+PY=${PYTHON:-$ROOT/.venv-jax/bin/python}
+[ -x "$PY" ] || PY=python3
+RUNS=${RUNS:-3}
+STEPS=${STEPS:-10}
+W=${WORK:-/tmp/pjc-pipeline-bench}
+PROG=$ROOT/benches/pipeline/mlp_stack.pir
+mkdir -p "$W"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader} OMPI_MCA_pml=${OMPI_MCA_pml:-ob1}
+"$PY" - "$W" <<'PY'
+import sys, numpy as np
+r = np.random.default_rng(0)
+for n, s, k in [('ws', (8, 256, 256), 0.06), ('bs', (8, 256), 0.1), ('x', (256, 256), 1.0), ('y', (256, 256), 1.0)]:
+    np.save(f"{sys.argv[1]}/{n}.npy", (r.standard_normal(s) * k).astype(np.float32))
+PY
+args=()
+for n in ws bs x y; do args+=(--input "$n=$W/$n.npy"); done
+echo "| stages (processes) | M | bubble (S-1)/(M+S-1) | peak B/device (explain) | $STEPS steps, wall (median of $RUNS) | per step: compute / collectives / waiting, first stage | last stage |"
+echo "|---|---:|---:|---:|---:|---|---|"
+for s in 2 4; do
+  for m in plain 1 2 4 8; do
+    flags=(--mesh "data=1,stage=$s")
+    [ "$m" = plain ] || flags+=(--pipeline stage --microbatches "$m")
+    exe="$W/s$s-$m.bin"
+    "$PJC" compile "$PROG" "${flags[@]}" --target cpu -o "$exe" 2>/dev/null
+    peak=$("$PJC" explain "$PROG" "${flags[@]}" | sed -n 's/^peak memory per device: \([0-9]*\) bytes.*/\1/p')
+    times=()
+    for i in $(seq "$RUNS"); do
+      t0=$(date +%s%N)
+      mpirun --oversubscribe -np "$s" "$exe" "${args[@]}" --steps "$STEPS" --log-every 1000 > /dev/null 2>&1
+      times+=($(( ($(date +%s%N) - t0) / 1000000 )))
+    done
+    med=$(printf '%s\n' "${times[@]}" | sort -n | sed -n "$(( (RUNS + 1) / 2 ))p")
+    mpirun --oversubscribe -np "$s" "$exe" "${args[@]}" --steps "$STEPS" --log-every 1000 --trace "$W/t.json" > /dev/null 2>&1
+    split=$("$PY" - "$W/t.json" "$s" <<'PY'
+import json, sys
+d = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"]
+out = []
+for r in (0, int(sys.argv[2]) - 1):
+    ev = [e for e in d if e["pid"] == r and e.get("tid", 0) == 0]
+    steps = max(1, sum(1 for e in ev if e.get("cat") == "step"))
+    tot = lambda cats: sum(e["dur"] for e in ev if e.get("cat") in cats) / steps / 1000
+    out.append(f"{tot(('kernel', 'gemm', 'library')):.1f} / {tot(('collective',)):.1f} / {tot(('wait',)):.1f} ms")
+print(" | ".join(out))
+PY
+)
+    if [ "$m" = plain ]; then bub="—"; else bub=$(awk -v s="$s" -v m="$m" 'BEGIN { printf "%d/%d = %.3f", s - 1, m + s - 1, (s - 1) / (m + s - 1) }'); fi
+    echo "| $s ($s) | $m | $bub | $peak | $med ms | $split |"
+  done
+done
