@@ -14,6 +14,7 @@ use std::process::{Command, Output};
 
 const STEP: &str = "tests/pipeline/mlp_step.pir";
 const FORWARD: &str = "tests/pipeline/mlp_forward.pir";
+const GPT: &str = "tests/pipeline/gpt_step.pir";
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -68,12 +69,13 @@ fn run_with(np: usize, exe: &Path, input: &Path, out: &Path, extra: &[&str]) -> 
 
 /// The stack's inputs: 8 layers of 32x32 weights, a batch of 32 rows.
 fn inputs(dir: &Path) -> PathBuf {
+    write_inputs(dir, "in", &[("ws", vec![8, 32, 32], 0.3), ("bs", vec![8, 32], 0.1), ("x", vec![32, 32], 1.0), ("y", vec![32, 32], 1.0)])
+}
+
+fn write_inputs(dir: &Path, name: &str, shapes: &[(&str, Vec<usize>, f64)]) -> PathBuf {
     let mut seed = 0x0bad_cafe_1234_5678u64;
-    let named: Vec<(String, Tensor)> = [("ws", vec![8, 32, 32], 0.3), ("bs", vec![8, 32], 0.1), ("x", vec![32, 32], 1.0), ("y", vec![32, 32], 1.0)]
-        .into_iter()
-        .map(|(n, s, scale)| (n.to_string(), common::random(s, &mut seed, scale)))
-        .collect();
-    let p = dir.join("in.safetensors");
+    let named: Vec<(String, Tensor)> = shapes.iter().map(|(n, s, scale)| (n.to_string(), common::random(s.clone(), &mut seed, *scale))).collect();
+    let p = dir.join(format!("{name}.safetensors"));
     pjc_tensor::write_safetensors(&p, &named).unwrap();
     p
 }
@@ -109,6 +111,26 @@ fn pipelined_steps_equal_the_unpipelined_step_under_mpirun() {
                 let got = run(np, &compile(&dir, program, mesh, Some(m)), &input, &dir.join(format!("m{m}.safetensors")));
                 assert_same(&plain, &got, &format!("{program} on {mesh}, M={m}"));
             }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_pipelined_transformer_block_stack_equals_the_unpipelined_one() {
+    let dir = common::scratch("pipeline-gpt");
+    let w = |n: &'static str, s: Vec<usize>| (n, s, 0.3);
+    let input = write_inputs(
+        &dir,
+        "gpt",
+        &[w("wq", vec![4, 8, 8]), w("wk", vec![4, 8, 8]), w("wv", vec![4, 8, 8]), w("wo", vec![4, 8, 8]), w("w1", vec![4, 8, 16]), w("w2", vec![4, 16, 8]), ("x", vec![8, 4, 8], 1.0), ("y", vec![8, 4, 8], 1.0)],
+    );
+    let cases: &[(&str, usize, &[u64])] = &[("data=1,stage=4", 4, &[2, 4]), ("data=2,stage=2", 4, &[2]), ("data=2,stage=4", 8, &[2])];
+    for &(mesh, np, ms) in cases {
+        let plain = run(np, &compile(&dir, GPT, mesh, None), &input, &dir.join("plain.safetensors"));
+        for &m in ms {
+            let got = run(np, &compile(&dir, GPT, mesh, Some(m)), &input, &dir.join(format!("m{m}.safetensors")));
+            assert_same(&plain, &got, &format!("{GPT} on {mesh}, M={m}"));
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
