@@ -1,7 +1,7 @@
 //! The buffer plan's result: where every buffer of a plan lives in one arena
 //! (computed by `pjc_fusion::plan_memory`).
 
-use crate::plan::{BufferKind, Plan};
+use crate::plan::Plan;
 use serde::{Deserialize, Serialize};
 
 /// Arena placement of every buffer.
@@ -46,16 +46,7 @@ impl PeakLive {
             None => "after the last step".to_string(),
         };
         let what = |i: usize| match plan.buffers.get(i) {
-            Some(b) => {
-                let kind = match b.kind {
-                    BufferKind::Param(_) => "parameter",
-                    BufferKind::Constant(_) => "constant",
-                    BufferKind::AxisIndices(_) => "axis indices",
-                    _ if plan.results.contains(&i) => "result",
-                    _ => "temporary",
-                };
-                format!("%{} {} ({kind})", b.name, b.ty)
-            }
+            Some(b) => format!("%{} {} ({})", b.name, b.ty, plan.role(i)),
             None => format!("b{i}"),
         };
         const SHOWN: usize = 6;

@@ -136,6 +136,20 @@ impl fmt::Display for Plan {
     }
 }
 
+impl Plan {
+    /// What buffer `i` is to the program: "parameter", "constant", "axis
+    /// indices", "result" or "temporary" (windows count as temporaries).
+    pub fn role(&self, i: usize) -> &'static str {
+        match self.buffers[i].kind {
+            BufferKind::Param(_) => "parameter",
+            BufferKind::Constant(_) => "constant",
+            BufferKind::AxisIndices(_) => "axis indices",
+            _ if self.results.contains(&i) => "result",
+            _ => "temporary",
+        }
+    }
+}
+
 /// For each position `j` of a step list (0..=len), the asynchronous
 /// collectives of the list that complete before step `j` (`j` = len: at its
 /// end), in step order.

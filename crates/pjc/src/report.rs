@@ -311,13 +311,7 @@ fn plan_data(c: &Compilation) -> Json {
         .enumerate()
         .filter(|(_, b)| !matches!(b.kind, BufferKind::Window { .. }))
         .map(|(i, b)| {
-            let kind = match b.kind {
-                BufferKind::Param(_) => "parameter",
-                BufferKind::Constant(_) => "constant",
-                BufferKind::AxisIndices(_) => "axis indices",
-                _ if plan.results.contains(&i) => "result",
-                _ => "temporary",
-            };
+            let kind = plan.role(i);
             json!({
                 "b": i,
                 "name": format!("%{}", b.name),

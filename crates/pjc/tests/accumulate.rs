@@ -4,6 +4,8 @@
 //! `--trace` output), `pjc eval --accumulate K` agrees, and `pjc explain`'s
 //! peak memory falls with K.
 
+mod common;
+
 use pjc_tensor::compare::{close, Tolerance};
 use pjc_tensor::{Buf, Tensor};
 use std::path::{Path, PathBuf};
@@ -40,21 +42,7 @@ fn compile(dir: &Path, mesh: &str, k: Option<u64>) -> PathBuf {
 }
 
 fn mpirun(np: usize, exe: &Path, args: &[String]) -> Output {
-    let o = Command::new("timeout")
-        .args(["--signal=TERM", "--kill-after=10", "120", "mpirun", "--oversubscribe", "-np", &np.to_string()])
-        .arg(exe)
-        .args(args)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_btl", "self,vader")
-        .env("OMPI_MCA_pml", "ob1")
-        .env("PJC_THREADS", "1")
-        .env("RUST_BACKTRACE", "0")
-        .output()
-        .expect("cannot start `timeout` (coreutils)");
-    assert_ne!(o.status.code(), Some(124), "hang: {args:?}");
-    assert!(o.status.success(), "mpirun -np {np} {}: {}", exe.display(), String::from_utf8_lossy(&o.stderr));
-    o
+    common::mpirun_ok(np, exe, args, 120)
 }
 
 fn random(shape: Vec<usize>, seed: &mut u64) -> Tensor {

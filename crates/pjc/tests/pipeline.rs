@@ -49,21 +49,9 @@ fn run(np: usize, exe: &Path, input: &Path, out: &Path) -> Vec<(String, Tensor)>
 }
 
 fn run_with(np: usize, exe: &Path, input: &Path, out: &Path, extra: &[&str]) -> Vec<(String, Tensor)> {
-    let o = Command::new("timeout")
-        .args(["--signal=TERM", "--kill-after=10", "300", "mpirun", "--oversubscribe", "-np", &np.to_string()])
-        .arg(exe)
-        .args(["--inputs", input.to_str().unwrap(), "--output", out.to_str().unwrap()])
-        .args(extra)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_btl", "self,vader")
-        .env("OMPI_MCA_pml", "ob1")
-        .env("PJC_THREADS", "1")
-        .env("RUST_BACKTRACE", "0")
-        .output()
-        .expect("cannot start `timeout` (coreutils)");
-    assert_ne!(o.status.code(), Some(124), "hang: mpirun -np {np} {}", exe.display());
-    assert!(o.status.success(), "mpirun -np {np} {}: {}", exe.display(), String::from_utf8_lossy(&o.stderr));
+    let mut args = vec!["--inputs", input.to_str().unwrap(), "--output", out.to_str().unwrap()];
+    args.extend(extra);
+    common::mpirun_ok(np, exe, &args, 300);
     pjc_tensor::read_safetensors(out).unwrap()
 }
 

@@ -10,6 +10,8 @@
 //! - executables of the three under `mpirun -np 4` compute the same step as
 //!   `pjc eval` of the global program.
 
+mod common;
+
 use pjc_ir::DType;
 use pjc_tensor::compare::{close, Tolerance};
 use pjc_tensor::{Buf, Tensor};
@@ -212,23 +214,7 @@ fn executables_of_the_three_variants_compute_the_same_step_under_mpirun() {
         let exe = dir.join(format!("{v}.bin"));
         pjc(&["compile", &file(v), "-o", exe.to_str().unwrap()]);
         let out = dir.join(format!("{v}.safetensors"));
-        let o = Command::new("timeout")
-            .args(["--signal=TERM", "--kill-after=10", "120", "mpirun", "--oversubscribe", "-np", "4"])
-            .arg(&exe)
-            .arg("--inputs")
-            .arg(&input)
-            .arg("--output")
-            .arg(&out)
-            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-            .env("OMPI_MCA_btl", "self,vader")
-            .env("OMPI_MCA_pml", "ob1")
-            .env("PJC_THREADS", "1")
-            .env("RUST_BACKTRACE", "0")
-            .output()
-            .expect("cannot start `timeout` (coreutils)");
-        assert_ne!(o.status.code(), Some(124), "{v}: hang");
-        assert!(o.status.success(), "{v}: mpirun -np 4: {}", String::from_utf8_lossy(&o.stderr));
+        common::mpirun_ok(4, &exe, &[std::ffi::OsStr::new("--inputs"), input.as_os_str(), "--output".as_ref(), out.as_os_str()], 120);
         assert_matches(&format!("{v} (mpirun -np 4)"), &want, &pjc_tensor::read_safetensors(&out).unwrap());
     }
     let _ = std::fs::remove_dir_all(&dir);

@@ -57,3 +57,24 @@ pub fn random(shape: Vec<usize>, seed: &mut u64, scale: f64) -> Tensor {
         .collect();
     Tensor::new(shape, Buf::F32(v))
 }
+
+/// `mpirun --oversubscribe -np NP EXE ARGS...` under `timeout` (`limit_s`),
+/// one kernel thread per rank, shared-memory transport only; fails the test
+/// on a hang or a non-zero exit, with the job's stderr.
+pub fn mpirun_ok<S: AsRef<std::ffi::OsStr>>(np: usize, exe: &std::path::Path, args: &[S], limit_s: u64) -> std::process::Output {
+    let o = std::process::Command::new("timeout")
+        .args(["--signal=TERM", "--kill-after=10", &limit_s.to_string(), "mpirun", "--oversubscribe", "-np", &np.to_string()])
+        .arg(exe)
+        .args(args)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_btl", "self,vader")
+        .env("OMPI_MCA_pml", "ob1")
+        .env("PJC_THREADS", "1")
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .expect("cannot start `timeout` (coreutils)");
+    assert_ne!(o.status.code(), Some(124), "hang: mpirun -np {np} {}", exe.display());
+    assert!(o.status.success(), "mpirun -np {np} {}: {}", exe.display(), String::from_utf8_lossy(&o.stderr));
+    o
+}
