@@ -139,12 +139,14 @@ pub fn pipeline(m: &mut Module, entry: FuncId, opts: &Pipeline) -> R<Vec<Pipelin
                 ));
             }
             if let Some(s) = &v.sharding {
-                if s.dims[1..].iter().any(|d| matches!(d, DimSharding::Axes(x) if !x.is_empty())) {
+                let others: Vec<&str> = s.dims[1..].iter().flat_map(|d| if let DimSharding::Axes(x) = d { x.as_slice() } else { &[] }).map(String::as_str).collect();
+                if !others.is_empty() {
                     return Err(prog(
                         v.span,
                         format!(
-                            "unsupported: {what}: %{} is split over other axes besides {axis} on dimension 0; tensor parallelism inside a pipeline stage is not supported yet",
-                            v.name
+                            "unsupported: {what}: stacked parameter %{} is also split over [{}] on another dimension; tensor parallelism inside a pipeline stage is not supported yet",
+                            v.name,
+                            others.join(", ")
                         ),
                     ));
                 }
