@@ -171,6 +171,9 @@ fn each_stage_holds_its_layers_and_sends_to_its_neighbours() {
     for inner in ["layer.stage.bwd", "layer.tick.bwd"] {
         assert!(!body(inner).contains("axes=[data]"), "@{inner}: {}", body(inner));
     }
+    // Nothing is all-reduced per tick: the batch's cotangent is summed over
+    // stage once (only stage 0 reads the batch).
+    assert!(!body("layer.tick.bwd").contains("all_reduce"), "{}", body("layer.tick.bwd"));
     let vjp = body("layer.pipeline.vjp");
     assert!(vjp.contains("all_reduce %ws.vary.ct {axes=[data], kind=sum}"), "{vjp}");
     // On GPUs every step runs on the device; the transfers are NCCL's

@@ -597,6 +597,19 @@ fn rewrite(m: &mut Module, fid: FuncId, inst: Inst, cx: &Ctx, names: &mut FuncNa
             } else {
                 mbs
             };
+            // Only stage 0 reads the batch: masked to zeros elsewhere, the feed
+            // varies along the axis, so the batch's cotangent (which grad's VJP
+            // of this function computes) is summed over the axis once, here,
+            // instead of once per tick inside the backward's tick loop.
+            let fed = if s > 1 {
+                let at = b.build_typed(Opcode::AxisIndex, &[], vec![("axis", AttrValue::Ident(cx.axis.to_string()))], i32_scalar(), "stage");
+                let zero = b.splat(Number::Int(0), i32_scalar(), "zero");
+                let first = b.build(Opcode::Compare, &[at, zero], vec![("dir", AttrValue::Ident("eq".into()))], "first");
+                let none = b.splat(zero_of(mbs_ty[j].dtype), b.func.values[fed].ty.clone(), &format!("{n}.unread"));
+                b.build(Opcode::Select, &[first, fed, none], vec![], &format!("{n}.feed.first"))
+            } else {
+                fed
+            };
             operands.push(fed);
         }
         let tick_ids = b.build_typed(Opcode::Iota, &[], vec![("dim", AttrValue::Int(0))], TensorType::new(DType::I32, vec![ticks_n]), "ticks");
