@@ -1,5 +1,7 @@
 //! What the equivalence tests share: random inputs and the check that a
 //! partitioned program evaluates like its global one.
+// Each test crate that includes it uses a part.
+#![allow(dead_code)]
 
 use pjc_ir::{FuncKind, Module};
 use pjc_tensor::compare::{close, Tolerance};
