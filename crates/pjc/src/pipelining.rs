@@ -17,7 +17,8 @@ pub struct PipelineArgs {
     /// activations, cut into M equal parts).
     #[arg(long, value_name = "M")]
     microbatches: Option<u64>,
-    /// With --pipeline: the schedule (gpipe; 1f1b is not generated yet).
+    /// With --pipeline: the schedule, gpipe (default) or 1f1b (training
+    /// steps; fewer micro-batches' activations held per stage).
     #[arg(long, value_enum, value_name = "KIND")]
     schedule: Option<ScheduleArg>,
 }

@@ -32,12 +32,17 @@ fn stdout(args: &[&str]) -> String {
 
 /// `pjc compile PROGRAM --mesh MESH [--pipeline stage --microbatches M] -o OUT`.
 fn compile(dir: &Path, program: &str, mesh: &str, m: Option<u64>) -> PathBuf {
+    compile_schedule(dir, program, mesh, m, "gpipe")
+}
+
+/// The same with `--schedule SCHEDULE`.
+fn compile_schedule(dir: &Path, program: &str, mesh: &str, m: Option<u64>, schedule: &str) -> PathBuf {
     let stem = Path::new(program).file_stem().unwrap().to_string_lossy().into_owned();
-    let exe = dir.join(format!("{stem}-{mesh}-{}.bin", m.map_or("plain".to_string(), |m| format!("m{m}"))));
+    let exe = dir.join(format!("{stem}-{mesh}-{}-{schedule}.bin", m.map_or("plain".to_string(), |m| format!("m{m}"))));
     let ms = m.map(|m| m.to_string());
     let mut args = vec!["compile", program, "--mesh", mesh, "--target", "cpu", "-o", exe.to_str().unwrap()];
     if let Some(m) = &ms {
-        args.extend(["--pipeline", "stage", "--microbatches", m]);
+        args.extend(["--pipeline", "stage", "--microbatches", m, "--schedule", schedule]);
     }
     let o = pjc(&args);
     assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
@@ -125,6 +130,30 @@ fn a_pipelined_transformer_block_stack_equals_the_unpipelined_one() {
 }
 
 #[test]
+fn one_f_one_b_steps_equal_the_unpipelined_step_under_mpirun() {
+    let dir = common::scratch("pipeline-1f1b");
+    let input = inputs(&dir);
+    let plain = run(4, &compile(&dir, STEP, "data=1,stage=4", None), &input, &dir.join("plain.safetensors"));
+    for m in [1, 2, 4, 8] {
+        let got = run(4, &compile_schedule(&dir, STEP, "data=1,stage=4", Some(m), "1f1b"), &input, &dir.join(format!("m{m}.safetensors")));
+        assert_same(&plain, &got, &format!("{STEP} 1F1B, M={m}"));
+    }
+    let plain = run(2, &compile(&dir, STEP, "data=1,stage=2", None), &input, &dir.join("plain2.safetensors"));
+    let got = run(2, &compile_schedule(&dir, STEP, "data=1,stage=2", Some(4), "1f1b"), &input, &dir.join("s2.safetensors"));
+    assert_same(&plain, &got, &format!("{STEP} 1F1B on stage=2, M=4"));
+    let w = |n: &'static str, s: Vec<usize>| (n, s, 0.3);
+    let gpt = write_inputs(
+        &dir,
+        "gpt",
+        &[w("wq", vec![4, 8, 8]), w("wk", vec![4, 8, 8]), w("wv", vec![4, 8, 8]), w("wo", vec![4, 8, 8]), w("w1", vec![4, 8, 16]), w("w2", vec![4, 16, 8]), ("x", vec![8, 4, 8], 1.0), ("y", vec![8, 4, 8], 1.0)],
+    );
+    let plain = run(4, &compile(&dir, GPT, "data=1,stage=4", None), &gpt, &dir.join("gplain.safetensors"));
+    let got = run(4, &compile_schedule(&dir, GPT, "data=1,stage=4", Some(4), "1f1b"), &gpt, &dir.join("g1f1b.safetensors"));
+    assert_same(&plain, &got, &format!("{GPT} 1F1B, M=4"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn loop_mode_checkpoints_and_resumes_on_the_same_pipeline_layout() {
     let dir = common::scratch("pipeline-loop");
     let input = inputs(&dir);
@@ -200,6 +229,13 @@ fn explain_shows_the_schedule_and_its_bubble() {
         assert_eq!(cells[(s - 1) as usize], "F0", "{row}");
         assert_eq!(cells[t as usize + 1], format!("B{}", m - 1), "{row}");
     }
+    // 1F1B: M+2(S-1) ticks with a forward and a backward slot each, and the
+    // micro-batches each stage holds.
+    let text = stdout(&["explain", STEP, "--pipeline", "stage", "--microbatches", "8", "--schedule", "1f1b"]);
+    assert!(text.contains("bubble fraction 2(S-1)/(M+2(S-1)) = 6/14 = 0.429"), "{text}");
+    assert!(text.contains("(7, 5, 3, 1 for stages 0..3)"), "{text}");
+    let row = text.lines().find(|l| l.trim_start().starts_with("stage 3")).unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(row.split_whitespace().nth(5), Some("F0B0"), "{row}");
     // A forward-only program has no backward pass.
     let text = stdout(&["explain", FORWARD, "--pipeline", "stage", "--microbatches", "4"]);
     assert!(text.contains("ticks: 7 forward (M+S-1 = 4+4-1 each)") && !text.contains(" B0"), "{text}");
@@ -219,6 +255,12 @@ fn a_stage_needs_less_memory_than_the_gathered_stack() {
     // 8 layers' weights (32 KiB f32) and their gradients, gathered on every
     // device, against 2 layers' per stage.
     assert!(piped < plain, "pipelined {piped} B, unpipelined {plain} B");
+    // 1F1B keeps at most 2S-1 micro-batches' inputs per stage, GPipe every
+    // tick's residuals (the 256-wide stack of the benchmark).
+    let bench = "benches/pipeline/mlp_stack.pir";
+    let gpipe = peak(&["explain", bench, "--pipeline", "stage", "--microbatches", "8"]);
+    let f1b = peak(&["explain", bench, "--pipeline", "stage", "--microbatches", "8", "--schedule", "1f1b"]);
+    assert!(f1b < gpipe && gpipe < peak(&["explain", bench]), "1F1B {f1b} B, GPipe {gpipe} B");
 }
 
 #[test]
@@ -237,7 +279,12 @@ fn command_line_errors() {
         "error: --pipeline stage needs --microbatches M (the micro-batches per step)\n"
     );
     assert_eq!(err(&["explain", STEP, "--microbatches", "2"], 2), "error: --microbatches and --schedule apply with --pipeline AXIS\n");
-    assert!(err(&["compile", STEP, "--emit", "spmd", "--pipeline", "stage", "--microbatches", "2", "--schedule", "1f1b"], 2).starts_with("error: --schedule 1f1b is not implemented yet"));
+    // 1F1B with the batch split over a data axis is not generated yet.
+    let e = err(&["compile", STEP, "--emit", "spmd", "--mesh", "data=2,stage=2", "--pipeline", "stage", "--microbatches", "2", "--schedule", "1f1b"], 1);
+    assert!(e.contains("error: unsupported: --pipeline stage --schedule 1f1b: the batch is split over [data] as well"), "{e}");
+    // 1F1B schedules a training step.
+    let e = err(&["compile", FORWARD, "--emit", "spmd", "--pipeline", "stage", "--microbatches", "2", "--schedule", "1f1b"], 1);
+    assert!(e.contains("1F1B schedules a training step: the entry must take grad of @main"), "{e}");
     assert!(err(&["compile", STEP, "--emit", "spmd", "--pipeline", "stage", "--microbatches", "2", "--accumulate", "2"], 2).contains("--accumulate with --pipeline is not supported"));
     // The program's side: located diagnostics (exit 1).
     let e = err(&["compile", STEP, "--emit", "spmd", "--pipeline", "stage", "--microbatches", "3"], 1);

@@ -40,13 +40,19 @@
 //! the last micro-batch (the transpose of the implicit broadcast of the
 //! weights, outside the tick loop).
 //!
+//! `--schedule 1f1b` ([`one_f_one_b`]) instead replaces the training step's
+//! `grad` itself by one per-stage program that interleaves each
+//! micro-batch's forward and backward (the loss's gradient taken per
+//! micro-batch on the last stage), so a stage holds at most 2S−1
+//! micro-batches' inputs rather than every tick's residuals.
+//!
 //! Costs beyond the schedule's: idle ticks compute (masked), as in
 //! GSPMD-style pipelines; `grad` of a `spmd func` call recomputes the
 //! callee's forward pass in its VJP (`grad/mod.rs`), so a training step runs
 //! the forward ticks twice, and computes the cotangent of the batch too.
 
 mod schedule;
-pub use schedule::{backward_at, bubble, explain, forward_at, ticks, Pipelined, Schedule};
+pub use schedule::{backward_1f1b, backward_at, bubble, explain, forward_1f1b, forward_at, in_flight_1f1b, ticks, ticks_1f1b, Pipelined, Schedule};
 
 use crate::accumulate::batch::{self, BatchDim};
 use crate::names::FuncNames;
@@ -107,9 +113,6 @@ pub fn pipeline(m: &mut Module, entry: FuncId, opts: &Pipeline) -> R<Vec<Pipelin
     if opts.microbatches == 0 {
         return Err(PipelineError::Flag("--microbatches needs at least 1 micro-batch".into()));
     }
-    if opts.schedule == Schedule::OneFOneB {
-        return Err(PipelineError::Flag("--schedule 1f1b is not implemented yet: pjc generates GPipe (--schedule gpipe) only".into()));
-    }
     let f = &m.funcs[entry];
     if f.kind == FuncKind::Spmd {
         return Err(prog(
@@ -139,7 +142,11 @@ pub fn pipeline(m: &mut Module, entry: FuncId, opts: &Pipeline) -> R<Vec<Pipelin
                 ));
             }
             if let Some(s) = &v.sharding {
-                let others: Vec<&str> = s.dims[1..].iter().flat_map(|d| if let DimSharding::Axes(x) = d { x.as_slice() } else { &[] }).map(String::as_str).collect();
+                let others: Vec<&str> = s.dims[1..]
+                    .iter()
+                    .flat_map(|d| if let DimSharding::Axes(x) = d { x.as_slice() } else { &[] })
+                    .map(String::as_str)
+                    .collect();
                 if !others.is_empty() {
                     return Err(prog(
                         v.span,
@@ -233,6 +240,8 @@ pub fn pipeline(m: &mut Module, entry: FuncId, opts: &Pipeline) -> R<Vec<Pipelin
     let mut out = vec![];
     for (id, i) in scans {
         let ctx = Ctx {
+            entry,
+            schedule: opts.schedule,
             axis,
             stages,
             micro: opts.microbatches,
@@ -271,6 +280,8 @@ fn differentiated_funcs(m: &Module) -> HashSet<String> {
 
 /// What one rewrite needs to know.
 struct Ctx<'a> {
+    entry: FuncId,
+    schedule: Schedule,
     axis: &'a str,
     stages: u64,
     micro: u64,
@@ -420,6 +431,27 @@ fn rewrite(m: &mut Module, fid: FuncId, inst: Inst, cx: &Ctx, names: &mut FuncNa
     let carry_names: Vec<String> = (0..c).map(|k| body.values[body.params[k]].name.clone()).collect();
     let slice_names: Vec<String> = scanned.iter().map(|&k| slice_names[k].clone()).collect();
     m.funcs.push(stage);
+    if cx.schedule == Schedule::OneFOneB {
+        let parts = Parts {
+            scan_name,
+            fname,
+            callee,
+            act: act.clone(),
+            inv: inv.clone(),
+            scanned: scanned.clone(),
+            op_ty: op_ty.clone(),
+            slice_names: slice_names.clone(),
+            mb,
+            per,
+            layers,
+            rows,
+            stage_name,
+            g,
+            tick_name: tick_name.clone(),
+            driver_name: driver_name.clone(),
+        };
+        return one_f_one_b(m, fid, inst, &d, cx, parts, names);
+    }
     // @B.tick.
     let tick = {
         let sigs = signatures(m);
@@ -720,5 +752,442 @@ fn rewrite(m: &mut Module, fid: FuncId, inst: Inst, cx: &Ctx, names: &mut FuncNa
         batch_axes: cx.batch_axes.to_vec(),
         micro_rows: mb,
         differentiated: false,
+    })
+}
+
+/// What the 1F1B rewrite takes over from [`rewrite`]'s analysis of the scan.
+struct Parts {
+    scan_name: String,
+    fname: String,
+    callee: String,
+    act: Vec<usize>,
+    inv: Vec<usize>,
+    scanned: Vec<usize>,
+    op_ty: Vec<TensorType>,
+    slice_names: Vec<String>,
+    mb: u64,
+    per: u64,
+    layers: u64,
+    rows: u64,
+    stage_name: String,
+    g: u64,
+    tick_name: String,
+    driver_name: String,
+}
+
+/// `--schedule 1f1b`: the training step's `grad` of the function holding
+/// the scan becomes a call of one per-stage program that runs each
+/// micro-batch's forward and backward itself, interleaved (PipeDream-Flush's
+/// one-forward-one-backward in lockstep ticks): at tick t stage k runs the
+/// forward of micro-batch t−k and the backward of micro-batch t−(2S−2−k),
+/// the last stage the loss's gradient of the micro-batch it just finished.
+/// A stage keeps only its in-flight micro-batches' inputs (at most
+/// min(M, 2S−1)) and recomputes its layers in the backward (`grad` of
+/// `@B.stage.dot`, the stage's layers dotted with the incoming cotangent).
+fn one_f_one_b(m: &mut Module, fid: FuncId, inst: Inst, d: &pjc_ir::InstData, cx: &Ctx, p: Parts, names: &mut FuncNames) -> R<Pipelined> {
+    let what = format!("{} --schedule 1f1b", cx.what);
+    let (s, mm, mb, per) = (cx.stages, cx.micro, p.mb, p.per);
+    let unsupported = |msg: String| prog(d.span, format!("unsupported: {what}: {msg}"));
+    if p.g > 1 {
+        return Err(unsupported(format!(
+            "the batch is split over [{}] as well; 1F1B is generated for a batch not split over other axes yet (GPipe takes it)",
+            cx.batch_axes.join(", ")
+        )));
+    }
+    if p.act.len() != 1 || !p.inv.is_empty() {
+        return Err(unsupported(format!(
+            "scan %{} carries {} values; 1F1B takes one activation and nothing else",
+            p.scan_name,
+            p.act.len() + p.inv.len()
+        )));
+    }
+    let a = p.act[0];
+    // The grad of the scan's function, in the entry.
+    let e = &m.funcs[cx.entry];
+    let Some(gi) = e.body.iter().copied().find(|&i| e.insts[i].op == Opcode::Grad && e.insts[i].callee() == Some(p.fname.as_str())) else {
+        return Err(unsupported(format!(
+            "1F1B schedules a training step: the entry must take grad of @{} (the function holding the scan)",
+            p.fname
+        )));
+    };
+    let gd = e.insts[gi].clone();
+    let wrt: Vec<usize> = gd.attr("wrt").and_then(|w| w.as_ints()).unwrap_or_default().into_iter().map(|w| w as usize).collect();
+    let f = m.funcs[fid].clone();
+    let param_of = |v: Value| match f.values[v].def {
+        ValueDef::Param(i) => Some(i),
+        ValueDef::Result(..) => None,
+    };
+    let Some(px) = param_of(d.operands[a]) else {
+        return Err(unsupported(format!(
+            "the activation scan %{} starts from is computed in @{}; 1F1B takes it as a parameter",
+            p.scan_name, p.fname
+        )));
+    };
+    let mut stacked = vec![];
+    for &k in &p.scanned {
+        match param_of(d.operands[k]) {
+            Some(i) => stacked.push(i),
+            None => {
+                return Err(unsupported(format!(
+                    "scanned operand {k} of scan %{} is computed in @{}; 1F1B takes the stacked parameters as they are",
+                    p.scan_name, p.fname
+                )))
+            }
+        }
+    }
+    let mut sorted_wrt = wrt.clone();
+    sorted_wrt.sort();
+    let mut sorted_stacked = stacked.clone();
+    sorted_stacked.sort();
+    if sorted_wrt != sorted_stacked {
+        return Err(prog(
+            gd.span,
+            format!("unsupported: {what}: this grad differentiates with respect to operands {wrt:?}; 1F1B gives the gradients of the stacked layer parameters (operands {sorted_stacked:?}) only"),
+        ));
+    }
+    // The loss head: the function with the scan's result as a parameter and
+    // without the stacked parameters, for one micro-batch.
+    let hres = d.results[a];
+    let mut head = f.clone();
+    head.body.retain(|&i| i != inst);
+    let mut hparams = vec![hres];
+    hparams.extend(f.params.iter().enumerate().filter(|(i, _)| !stacked.contains(i)).map(|(_, &v)| v));
+    for &i in &head.body {
+        if let Some(&o) = head.insts[i].operands.iter().find(|o| stacked.iter().any(|&k| f.params[k] == **o)) {
+            return Err(prog(
+                head.insts[i].span,
+                format!(
+                    "unsupported: {what}: the loss uses the stacked parameter %{} after the layers; 1F1B's loss on the last stage takes the activations and the batch only",
+                    f.values[o].name
+                ),
+            ));
+        }
+    }
+    for (i, &v) in hparams.iter().enumerate() {
+        head.values[v].def = ValueDef::Param(i);
+        head.values[v].sharding = None;
+    }
+    head.params = hparams.clone();
+    // F's parameter index -> head's.
+    let head_pos = |i: usize| hparams.iter().position(|&v| v == f.params[i]);
+    let bpos: Vec<usize> = (0..hparams.len()).filter(|&i| i == 0 || head.values[hparams[i]].ty.shape.first() == Some(&p.rows)).collect();
+    let batched = batch::batched_values(&head, &bpos, p.rows, &what).map_err(PipelineError::Program)?;
+    let micro_name = names.fresh(m, &format!("{}.micro", p.fname));
+    let mut micro = batch::retyped(&head, &batched, p.rows, mm, &micro_name);
+    micro.kind = FuncKind::Spmd;
+    for v in micro.values.keys().collect::<Vec<_>>() {
+        micro.values[v].sharding = None;
+    }
+    for r in &mut micro.results {
+        r.sharding = None;
+    }
+    let loss_ty = micro.results[0].ty.clone();
+    let micro_ty: Vec<TensorType> = micro.params.iter().map(|&v| micro.values[v].ty.clone()).collect();
+    let head_ty: Vec<TensorType> = hparams.iter().map(|&v| f.values[v].ty.clone()).collect();
+    m.funcs.push(micro);
+    let mesh = m.mesh_or_single();
+    let on_axis = |rank: usize| {
+        let mut dims = vec![DimSharding::Axes(vec![cx.axis.to_string()])];
+        dims.extend(std::iter::repeat_n(DimSharding::Replicated, rank - 1));
+        Some(Sharding { dims })
+    };
+    let act_ty = p.op_ty[a].clone();
+    let mb_ty = with_dims(&act_ty, &[mb], 1);
+    let ws_ty: Vec<TensorType> = p.scanned.iter().map(|&k| with_dims(&p.op_ty[k], &[per], 1)).collect();
+    // @B.stage.dot: the stage's layers dotted with a cotangent, summed over
+    // the stages (each stage's term depends on its own values only, so its
+    // gradients are the stage's own VJP).
+    let dot_name = names.fresh(m, &format!("{}.dot", p.stage_name));
+    let dot = {
+        let sigs = signatures(m);
+        let mut t = Function::new(&dot_name, FuncKind::Spmd);
+        let param = |t: &mut Function, n: &str, ty: TensorType| {
+            let v = t.add_value(n, ty.clone(), ValueDef::Param(t.params.len()), Span::NONE);
+            t.values[v].sharding = on_axis(ty.shape.len());
+            t.params.push(v);
+            v
+        };
+        let x = param(&mut t, "x", mb_ty.clone());
+        let ws: Vec<Value> = p.scanned.iter().enumerate().map(|(j, _)| param(&mut t, &p.slice_names[j], ws_ty[j].clone())).collect();
+        let ct = param(&mut t, "ct", mb_ty.clone());
+        let mut b = Builder::new(&mut t, &mesh, &sigs);
+        let mut ops = vec![x];
+        ops.extend(&ws);
+        let y = b
+            .try_build(
+                Opcode::Scan,
+                &ops,
+                vec![("length", AttrValue::Int(per as i64)), ("carries", AttrValue::Int(1))],
+                std::slice::from_ref(&p.stage_name),
+                None,
+                "y",
+            )
+            .map_err(|e| prog(d.span, format!("internal error: {what}: {}", e.msg)))?[0];
+        let prod = b.build(Opcode::Mul, &[y, ct], vec![], "dot");
+        let dims: Vec<i64> = (0..mb_ty.shape.len() as i64).collect();
+        let sum = b.build(Opcode::Reduce, &[prod], vec![("dims", AttrValue::int_list(&dims)), ("kind", AttrValue::Ident("sum".into()))], "dot.sum");
+        let all = b.build(Opcode::AllReduce, &[sum], vec![("axes", axes_attr(cx.axis)), ("kind", AttrValue::Ident("sum".into()))], "dot.all");
+        let ty = t.values[all].ty.clone();
+        t.results.push(ResultDecl {
+            name: None,
+            ty,
+            sharding: None,
+            span: Span::NONE,
+        });
+        t.ret.push(all);
+        t.ret_spans.push(Span::NONE);
+        t
+    };
+    m.funcs.push(dot);
+    let ticks_n = mm + 2 * (s - 1);
+    let stash_n = mm.min(2 * s - 1);
+    let hb: Vec<usize> = (1..hparams.len()).filter(|i| bpos.contains(i)).collect();
+    let hother: Vec<usize> = (1..hparams.len()).filter(|i| !bpos.contains(i)).collect();
+    let mbs_of = |t: &TensorType| with_dims(t, &[mm, t.shape[0] / mm], 1);
+    let (tick_name, driver_name) = (p.tick_name.clone(), p.driver_name.clone());
+    let n = &f.values[d.operands[a]].name.clone();
+    let f_params: Vec<(String, TensorType)> = f.params.iter().map(|&v| (f.values[v].name.clone(), f.values[v].ty.clone())).collect();
+    let tick = {
+        let sigs = signatures(m);
+        let mut t = Function::new(&tick_name, FuncKind::Spmd);
+        let param = |t: &mut Function, n: &str, ty: TensorType| {
+            let v = t.add_value(n, ty, ValueDef::Param(t.params.len()), Span::NONE);
+            t.params.push(v);
+            v
+        };
+        let recv_f = param(&mut t, &format!("{n}.recv"), mb_ty.clone());
+        let recv_b = param(&mut t, &format!("{n}.ct.recv"), mb_ty.clone());
+        let stash = param(&mut t, &format!("{n}.stash"), with_dims(&mb_ty, &[stash_n, mb], 1));
+        let gacc: Vec<Value> = ws_ty.iter().enumerate().map(|(j, ty)| param(&mut t, &format!("{}.grad", p.slice_names[j]), ty.clone())).collect();
+        let lacc = param(&mut t, "loss.sum", loss_ty.clone());
+        let ws: Vec<Value> = ws_ty.iter().enumerate().map(|(j, ty)| param(&mut t, &p.slice_names[j], ty.clone())).collect();
+        let xmbs = param(&mut t, &format!("{n}.mbs"), with_dims(&mb_ty, &[mm, mb], 1));
+        let bmbs: Vec<Value> = hb.iter().map(|&i| param(&mut t, &format!("{}.mbs", head.values[hparams[i]].name), mbs_of(&head_ty[i]))).collect();
+        let others: Vec<Value> = hother.iter().map(|&i| param(&mut t, &head.values[hparams[i]].name.clone(), head_ty[i].clone())).collect();
+        let tick = param(&mut t, "tick", i32_scalar());
+        let mut b = Builder::new(&mut t, &mesh, &sigs);
+        let int = |b: &mut Builder, v: i64, name: &str| b.splat(Number::Int(v as i128), i32_scalar(), name);
+        let cmp = |b: &mut Builder, x: Value, y: Value, dir: &str, name: &str| b.build(Opcode::Compare, &[x, y], vec![("dir", AttrValue::Ident(dir.to_string()))], name);
+        let k = b.build_typed(Opcode::AxisIndex, &[], vec![("axis", AttrValue::Ident(cx.axis.to_string()))], i32_scalar(), "stage");
+        let zero = int(&mut b, 0, "zero");
+        let count = int(&mut b, mm as i64, "micro.count");
+        let lastk = int(&mut b, s as i64 - 1, "stage.last");
+        let first = cmp(&mut b, k, zero, "eq", "first");
+        let last = cmp(&mut b, k, lastk, "eq", "last");
+        let valid = |b: &mut Builder, i: Value, name: &str| {
+            let ge = cmp(b, i, zero, "ge", &format!("{name}.started"));
+            let lt = cmp(b, i, count, "lt", &format!("{name}.not_done"));
+            b.build(Opcode::And, &[ge, lt], vec![], name)
+        };
+        // Forward slot: micro-batch t - k.
+        let fm = b.build(Opcode::Sub, &[tick, k], vec![], "fwd.micro");
+        let fv = valid(&mut b, fm, "fwd.active");
+        let read = |b: &mut Builder, arr: Value, i: Value, name: &str| {
+            let ty = b.func.values[arr].ty.clone();
+            let mut idx = vec![i];
+            idx.extend(std::iter::repeat_n(zero, ty.shape.len() - 1));
+            let mut sizes = vec![1i64];
+            sizes.extend(ty.shape[1..].iter().map(|&x| x as i64));
+            let one = b.build(Opcode::DynamicSlice, &[&[arr][..], &idx].concat(), vec![("sizes", AttrValue::int_list(&sizes))], &format!("{name}.one"));
+            b.build_typed(Opcode::Reshape, &[one], vec![], TensorType::new(ty.dtype, ty.shape[1..].to_vec()), name)
+        };
+        let x0 = read(&mut b, xmbs, fm, &format!("{n}.first"));
+        let xin = b.build(Opcode::Select, &[first, x0, recv_f], vec![], &format!("{n}.in"));
+        let zx = b.splat(zero_of(mb_ty.dtype), mb_ty.clone(), &format!("{n}.idle"));
+        let xin = b.build(Opcode::Select, &[fv, xin, zx], vec![], &format!("{n}.x"));
+        let mut ops = vec![xin];
+        ops.extend(&ws);
+        let y = b
+            .try_build(
+                Opcode::Scan,
+                &ops,
+                vec![("length", AttrValue::Int(per as i64)), ("carries", AttrValue::Int(1))],
+                std::slice::from_ref(&p.stage_name),
+                None,
+                &format!("{n}.layers"),
+            )
+            .map_err(|e| prog(d.span, format!("internal error: {what}: {}", e.msg)))?[0];
+        let send_f = b.build(Opcode::CollectivePermute, &[y], vec![("axes", axes_attr(cx.axis)), ("shift", AttrValue::Int(1))], &format!("{n}.send"));
+        // Its input kept until its backward.
+        let slots = int(&mut b, stash_n as i64, "stash.slots");
+        let fslot = b.build(Opcode::Rem, &[fm, slots], vec![], "fwd.slot");
+        let one = b.build_typed(Opcode::Reshape, &[xin], vec![], with_dims(&mb_ty, &[1, mb], 1), &format!("{n}.kept"));
+        let mut idx = vec![fslot];
+        idx.extend(std::iter::repeat_n(zero, mb_ty.shape.len()));
+        let put = b.build(Opcode::DynamicUpdateSlice, &[&[stash, one][..], &idx].concat(), vec![], &format!("{n}.stash.put"));
+        let stash2 = b.build(Opcode::Select, &[fv, put, stash], vec![], &format!("{n}.stash.next"));
+        // The loss of the micro-batch the last stage finished, and its gradient.
+        let mut hargs = vec![y];
+        let (mut jb, mut jo) = (0, 0);
+        for i in 1..hparams.len() {
+            if hb.contains(&i) {
+                hargs.push(read(&mut b, bmbs[jb], fm, &format!("{}.micro", head.values[hparams[i]].name)));
+                jb += 1;
+            } else {
+                hargs.push(others[jo]);
+                jo += 1;
+            }
+        }
+        let _ = &micro_ty;
+        let lg = b
+            .try_build(Opcode::Grad, &hargs, vec![("wrt", AttrValue::int_list(&[0]))], std::slice::from_ref(&micro_name), None, "loss.micro")
+            .map_err(|e| prog(d.span, format!("internal error: {what}: the loss's gradient does not type: {}", e.msg)))?;
+        let counted = b.build(Opcode::And, &[last, fv], vec![], "loss.counted");
+        let lz = b.splat(zero_of(loss_ty.dtype), loss_ty.clone(), "loss.none");
+        let lm = b.build(Opcode::Select, &[counted, lg[0], lz], vec![], "loss.mine");
+        let lacc2 = b.build(Opcode::Add, &[lacc, lm], vec![], "loss.sum.next");
+        // Backward slot: micro-batch t - (2S - 2 - k).
+        let lag = b.build(Opcode::Sub, &[lastk, k], vec![], "bwd.lag");
+        let lag2 = b.build(Opcode::Add, &[lag, lastk], vec![], "bwd.delay");
+        let bm = b.build(Opcode::Sub, &[tick, lag2], vec![], "bwd.micro");
+        let bv = valid(&mut b, bm, "bwd.active");
+        let bslot = b.build(Opcode::Rem, &[bm, slots], vec![], "bwd.slot");
+        let xb = read(&mut b, stash2, bslot, &format!("{n}.again"));
+        let ct_in = b.build(Opcode::Select, &[last, lg[1], recv_b], vec![], &format!("{n}.ct.in"));
+        let mut dargs = vec![xb];
+        dargs.extend(&ws);
+        dargs.push(ct_in);
+        let wrt_d: Vec<i64> = (0..=ws.len() as i64).collect();
+        let gs = b
+            .try_build(
+                Opcode::Grad,
+                &dargs,
+                vec![("wrt", AttrValue::int_list(&wrt_d))],
+                std::slice::from_ref(&dot_name),
+                None,
+                &format!("{n}.vjp"),
+            )
+            .map_err(|e| prog(d.span, format!("internal error: {what}: the stage's VJP does not type: {}", e.msg)))?;
+        let gx = b.build(Opcode::Select, &[bv, gs[1], zx], vec![], &format!("{n}.ct.out"));
+        let send_b = b.build(
+            Opcode::CollectivePermute,
+            &[gx],
+            vec![("axes", axes_attr(cx.axis)), ("shift", AttrValue::Int(-1))],
+            &format!("{n}.ct.send"),
+        );
+        let mut gnext = vec![];
+        for (j, &acc) in gacc.iter().enumerate() {
+            let z = b.splat(zero_of(ws_ty[j].dtype), ws_ty[j].clone(), &format!("{}.grad.none", p.slice_names[j]));
+            let gj = b.build(Opcode::Select, &[bv, gs[2 + j], z], vec![], &format!("{}.grad.mine", p.slice_names[j]));
+            gnext.push(b.build(Opcode::Add, &[acc, gj], vec![], &format!("{}.grad.next", p.slice_names[j])));
+        }
+        let mut ret = vec![send_f, send_b, stash2];
+        ret.extend(gnext);
+        ret.push(lacc2);
+        ret.extend(&ws);
+        ret.push(xmbs);
+        ret.extend(&bmbs);
+        ret.extend(&others);
+        for v in ret {
+            let ty = t.values[v].ty.clone();
+            t.results.push(ResultDecl {
+                name: None,
+                ty,
+                sharding: None,
+                span: Span::NONE,
+            });
+            t.ret.push(v);
+            t.ret_spans.push(Span::NONE);
+        }
+        t
+    };
+    m.funcs.push(tick);
+    // @B.pipeline: the whole step on one stage.
+    let driver = {
+        let sigs = signatures(m);
+        let mut t = Function::new(&driver_name, FuncKind::Spmd);
+        t.comments.before = vec![format!(
+            " grad of @{} as a {s}-stage 1F1B pipeline over {} ({mm} micro-batches, --pipeline --schedule 1f1b).",
+            p.fname, cx.axis
+        )];
+        let mut fp = vec![];
+        for (i, (nm, ty)) in f_params.iter().enumerate() {
+            let (ty, sh) = if let Some(j) = stacked.iter().position(|&k| k == i) {
+                (ws_ty[j].clone(), on_axis(ty.shape.len()))
+            } else {
+                (ty.clone(), None)
+            };
+            let v = t.add_value(nm, ty, ValueDef::Param(i), Span::NONE);
+            t.values[v].sharding = sh;
+            t.params.push(v);
+            fp.push(v);
+        }
+        let mut b = Builder::new(&mut t, &mesh, &sigs);
+        let mut ops = vec![];
+        ops.push(b.splat(zero_of(mb_ty.dtype), mb_ty.clone(), &format!("{n}.recv0")));
+        ops.push(b.splat(zero_of(mb_ty.dtype), mb_ty.clone(), &format!("{n}.ct.recv0")));
+        ops.push(b.splat(zero_of(mb_ty.dtype), with_dims(&mb_ty, &[stash_n, mb], 1), &format!("{n}.stash0")));
+        for (j, ty) in ws_ty.iter().enumerate() {
+            ops.push(b.splat(zero_of(ty.dtype), ty.clone(), &format!("{}.grad0", p.slice_names[j])));
+        }
+        ops.push(b.splat(zero_of(loss_ty.dtype), loss_ty.clone(), "loss.zero"));
+        for &k in &stacked {
+            ops.push(fp[k]);
+        }
+        ops.push(b.build_typed(Opcode::Reshape, &[fp[px]], vec![], with_dims(&mb_ty, &[mm, mb], 1), &format!("{n}.mbs")));
+        for &i in &hb {
+            let fi = (0..f_params.len()).find(|&q| head_pos(q) == Some(i)).expect("a head parameter is one of the function's");
+            let ty = mbs_of(&head_ty[i]);
+            ops.push(b.build_typed(Opcode::Reshape, &[fp[fi]], vec![], ty, &format!("{}.mbs", f_params[fi].0)));
+        }
+        for &i in &hother {
+            let fi = (0..f_params.len()).find(|&q| head_pos(q) == Some(i)).expect("a head parameter is one of the function's");
+            ops.push(fp[fi]);
+        }
+        let nc = ops.len();
+        ops.push(b.build_typed(Opcode::Iota, &[], vec![("dim", AttrValue::Int(0))], TensorType::new(DType::I32, vec![ticks_n]), "ticks"));
+        let res = b
+            .try_build(
+                Opcode::Scan,
+                &ops,
+                vec![("length", AttrValue::Int(ticks_n as i64)), ("carries", AttrValue::Int(nc as i64))],
+                std::slice::from_ref(&tick_name),
+                None,
+                &format!("{n}.ticks"),
+            )
+            .map_err(|e| prog(d.span, format!("internal error: {what}: the tick scan does not type: {}", e.msg)))?;
+        let nw = ws_ty.len();
+        let loss = b.build(Opcode::AllReduce, &[res[3 + nw]], vec![("axes", axes_attr(cx.axis)), ("kind", AttrValue::Ident("sum".into()))], "loss");
+        let mut ret = vec![(loss, None)];
+        for &w in &wrt {
+            let j = stacked.iter().position(|&k| k == w).expect("wrt is the stacked parameters");
+            ret.push((res[3 + j], on_axis(ws_ty[j].shape.len())));
+        }
+        for (v, sh) in ret {
+            let ty = t.values[v].ty.clone();
+            t.results.push(ResultDecl {
+                name: None,
+                ty,
+                sharding: sh,
+                span: Span::NONE,
+            });
+            t.ret.push(v);
+            t.ret_spans.push(Span::NONE);
+        }
+        t
+    };
+    m.funcs.push(driver);
+    // The grad becomes the call.
+    let e = &mut m.funcs[cx.entry];
+    let gdata = &mut e.insts[gi];
+    gdata.op = Opcode::Call;
+    gdata.set_callee(driver_name.clone());
+    gdata.attrs.clear();
+    Ok(Pipelined {
+        func: p.fname,
+        value: p.scan_name,
+        body: p.callee,
+        driver: driver_name,
+        tick: tick_name,
+        stage: p.stage_name,
+        axis: cx.axis.to_string(),
+        schedule: Schedule::OneFOneB,
+        stages: s,
+        layers: p.layers,
+        microbatches: mm,
+        rows: p.rows,
+        batch_axes: cx.batch_axes.to_vec(),
+        micro_rows: mb,
+        differentiated: true,
     })
 }

@@ -38,7 +38,8 @@ pub enum Schedule {
     /// reverse (Huang et al., GPipe).
     GPipe,
     /// One forward, one backward, alternating once the pipeline is full
-    /// (PipeDream-Flush): not generated yet.
+    /// (PipeDream-Flush), in lockstep ticks that each hold one forward and
+    /// one backward slot per stage.
     OneFOneB,
 }
 
@@ -76,11 +77,38 @@ pub fn bubble(stages: u64, micro: u64) -> (u64, u64) {
     (stages - 1, ticks(stages, micro))
 }
 
+/// 1F1B's ticks: M + 2(S − 1), each with a forward and a backward slot.
+pub fn ticks_1f1b(stages: u64, micro: u64) -> u64 {
+    micro + 2 * (stages - 1)
+}
+
+/// The micro-batch whose forward stage `k` runs at 1F1B tick `t`, if any.
+pub fn forward_1f1b(stages: u64, micro: u64, t: u64, k: u64) -> Option<u64> {
+    forward_at(stages, micro, t, k)
+}
+
+/// The micro-batch whose backward stage `k` runs at 1F1B tick `t`, if any:
+/// the last stage right after its forward, each stage before it one tick
+/// after the next.
+pub fn backward_1f1b(stages: u64, micro: u64, t: u64, k: u64) -> Option<u64> {
+    let delay = 2 * (stages - 1) - k;
+    (k < stages && t >= delay && t - delay < micro).then(|| t - delay)
+}
+
+/// The most micro-batches stage `k` holds between their forward and their
+/// backward under 1F1B: min(M, 2(S − k) − 1).
+pub fn in_flight_1f1b(stages: u64, micro: u64, k: u64) -> u64 {
+    micro.min(2 * (stages - k) - 1)
+}
+
 /// The widest table `explain` prints (in ticks of one pass).
 const MAX_TABLE_TICKS: u64 = 24;
 
 /// `pjc explain`'s section for one pipelined scan.
 pub fn explain(p: &Pipelined) -> String {
+    if p.schedule == Schedule::OneFOneB {
+        return explain_1f1b(p);
+    }
     let (s, m) = (p.stages, p.microbatches);
     let per = p.layers / s;
     let t = ticks(s, m);
@@ -154,6 +182,57 @@ pub fn explain(p: &Pipelined) -> String {
     out
 }
 
+/// `pjc explain`'s section for a 1F1B pipeline.
+fn explain_1f1b(p: &Pipelined) -> String {
+    let (s, m) = (p.stages, p.microbatches);
+    let per = p.layers / s;
+    let t = ticks_1f1b(s, m);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\npipeline over {} (1F1B schedule): grad of @{} with its scan %{} (body @{}) runs as {s} stages",
+        p.axis, p.func, p.value, p.body
+    );
+    let held = if per == 1 { "layer k".to_string() } else { format!("layers {per}k..{per}k+{}", per - 1) };
+    let _ = writeln!(out, "  stage k of {s} holds {held} of the {} stacked layers ({per} per stage) and never gathers the others", p.layers);
+    let _ = writeln!(out, "  micro-batches: {m} of {} rows per device (batch of {} rows)", p.micro_rows, p.rows);
+    let _ = writeln!(out, "  per-stage program: @{} (ticks @{}, layers @{}); activations go to the next stage by collective_permute over [{}] shift=1, their gradients back by shift=-1; the last stage takes the loss's gradient of each micro-batch it finishes", p.driver, p.tick, p.stage, p.axis);
+    let (bn, bd) = (2 * (s - 1), t);
+    let _ = writeln!(
+        out,
+        "  ticks: {t} (M+2(S-1) = {m}+2*({s}-1)), each with a forward and a backward slot; bubble fraction 2(S-1)/(M+2(S-1)) = {bn}/{bd} = {:.3} of the slots",
+        bn as f64 / bd as f64
+    );
+    let flight: Vec<String> = (0..s).map(|k| in_flight_1f1b(s, m, k).to_string()).collect();
+    let _ = writeln!(
+        out,
+        "  peak activations: stage k keeps at most min(M, 2(S-k)-1) micro-batch inputs ({} for stages 0..{}), recomputing its layers in the backward; GPipe keeps {} ticks of residuals",
+        flight.join(", "),
+        s - 1,
+        ticks(s, m)
+    );
+    if t > MAX_TABLE_TICKS {
+        let _ = writeln!(out, "  schedule: {t} ticks, too many to draw (stage k: forward of micro-batch t-k, backward of t-(2S-2-k) at tick t)");
+        return out;
+    }
+    let _ = writeln!(out, "  schedule (Fm: forward of micro-batch m, Bm: its backward, .: idle slot; one column per tick):");
+    let mut head = String::from("    tick    ");
+    for j in 0..t {
+        let _ = write!(head, " {j:>5}");
+    }
+    let _ = writeln!(out, "{}", head.trim_end());
+    for k in 0..s {
+        let mut row = format!("    stage {k:<2}");
+        for j in 0..t {
+            let f = forward_1f1b(s, m, j, k).map_or(".".to_string(), |x| format!("F{x}"));
+            let b = backward_1f1b(s, m, j, k).map_or(".".to_string(), |x| format!("B{x}"));
+            let _ = write!(row, " {:>5}", format!("{f}{}", if b == "." { String::new() } else { b }));
+        }
+        let _ = writeln!(out, "{}", row.trim_end());
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,6 +251,32 @@ mod tests {
                 for k in 1..s {
                     assert_eq!(forward_at(s, m, t, k), forward_at(s, m, t - 1, k - 1));
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn one_f_one_b_runs_each_backward_after_its_forward_and_the_next_stage_s_backward() {
+        for (s, m) in [(1, 3), (2, 4), (4, 4), (4, 8), (3, 2)] {
+            for k in 0..s {
+                let fwd: Vec<u64> = (0..ticks_1f1b(s, m)).filter_map(|t| forward_1f1b(s, m, t, k)).collect();
+                let bwd: Vec<u64> = (0..ticks_1f1b(s, m)).filter_map(|t| backward_1f1b(s, m, t, k)).collect();
+                assert_eq!(fwd, (0..m).collect::<Vec<_>>(), "S={s} M={m} stage {k}");
+                assert_eq!(bwd, (0..m).collect::<Vec<_>>(), "S={s} M={m} stage {k}");
+                let at = |f: &dyn Fn(u64) -> Option<u64>, i: u64| (0..ticks_1f1b(s, m)).find(|&t| f(t) == Some(i)).unwrap();
+                let mut most = 0;
+                for i in 0..m {
+                    let (tf, tb) = (at(&|t| forward_1f1b(s, m, t, k), i), at(&|t| backward_1f1b(s, m, t, k), i));
+                    assert!(tf <= tb, "S={s} M={m} stage {k} micro {i}");
+                    if k + 1 < s {
+                        // The gradient arrives from the next stage one tick earlier.
+                        assert_eq!(at(&|t| backward_1f1b(s, m, t, k + 1), i) + 1, tb);
+                    }
+                    // In flight at the forward of i: those started and not yet back.
+                    let open = (0..=i).filter(|&q| at(&|t| backward_1f1b(s, m, t, k), q) >= tf).count() as u64;
+                    most = most.max(open);
+                }
+                assert_eq!(most, in_flight_1f1b(s, m, k), "S={s} M={m} stage {k}");
             }
         }
     }
