@@ -961,7 +961,7 @@ fn one_f_one_b(m: &mut Module, fid: FuncId, inst: Inst, d: &pjc_ir::InstData, cx
         let gacc: Vec<Value> = ws_ty.iter().enumerate().map(|(j, ty)| param(&mut t, &format!("{}.grad", p.slice_names[j]), ty.clone())).collect();
         let lacc = param(&mut t, "loss.sum", loss_ty.clone());
         let ws: Vec<Value> = ws_ty.iter().enumerate().map(|(j, ty)| param(&mut t, &p.slice_names[j], ty.clone())).collect();
-        let xmbs = param(&mut t, &format!("{n}.mbs"), with_dims(&mb_ty, &[mm, mb], 1));
+        let xmbs = param(&mut t, &format!("{n}.feed"), with_dims(&mb_ty, &[mm, mb], 1));
         let bmbs: Vec<Value> = hb.iter().map(|&i| param(&mut t, &format!("{}.mbs", head.values[hparams[i]].name), mbs_of(&head_ty[i]))).collect();
         let others: Vec<Value> = hother.iter().map(|&i| param(&mut t, &head.values[hparams[i]].name.clone(), head_ty[i].clone())).collect();
         let tick = param(&mut t, "tick", i32_scalar());
@@ -1124,7 +1124,7 @@ fn one_f_one_b(m: &mut Module, fid: FuncId, inst: Inst, d: &pjc_ir::InstData, cx
         for &k in &stacked {
             ops.push(fp[k]);
         }
-        ops.push(b.build_typed(Opcode::Reshape, &[fp[px]], vec![], with_dims(&mb_ty, &[mm, mb], 1), &format!("{n}.mbs")));
+        ops.push(b.build_typed(Opcode::Reshape, &[fp[px]], vec![], with_dims(&mb_ty, &[mm, mb], 1), &format!("{n}.feed")));
         for &i in &hb {
             let fi = (0..f_params.len()).find(|&q| head_pos(q) == Some(i)).expect("a head parameter is one of the function's");
             let ty = mbs_of(&head_ty[i]);
