@@ -31,10 +31,14 @@ for n in ws bs x y; do args+=(--input "$n=$W/$n.npy"); done
 echo "| stages (processes) | M | bubble (S-1)/(M+S-1) | peak B/device (explain) | $STEPS steps, wall (median of $RUNS) | per step: compute / collectives / waiting, first stage | last stage | masked ticks' share of tick time, measured (first / last stage) |"
 echo "|---|---:|---:|---:|---:|---|---|---:|"
 for s in 2 4; do
-  for m in plain 1 2 4 8; do
+  for m in plain 1 2 4 8 1f1b:4 1f1b:8; do
     flags=(--mesh "data=1,stage=$s")
-    [ "$m" = plain ] || flags+=(--pipeline stage --microbatches "$m")
-    exe="$W/s$s-$m.bin"
+    case $m in
+      plain) ;;
+      1f1b:*) flags+=(--pipeline stage --microbatches "${m#1f1b:}" --schedule 1f1b) ;;
+      *) flags+=(--pipeline stage --microbatches "$m") ;;
+    esac
+    exe="$W/s$s-${m/:/-}.bin"
     "$PJC" compile "$PROG" "${flags[@]}" --target cpu -o "$exe" 2>/dev/null
     peak=$("$PJC" explain "$PROG" "${flags[@]}" | sed -n 's/^peak memory per device: \([0-9]*\) bytes.*/\1/p')
     times=()
@@ -48,7 +52,8 @@ for s in 2 4; do
     split=$("$PY" - "$W/t.json" "$s" "$m" <<'PY'
 import json, sys
 d = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"]
-S, M = int(sys.argv[2]), (None if sys.argv[3] == "plain" else int(sys.argv[3]))
+# (1F1B's ticks hold a forward and a backward each: not split here.)
+S, M = int(sys.argv[2]), (None if not sys.argv[3].isdigit() else int(sys.argv[3]))
 out, masked = [], []
 for r in (0, S - 1):
     ev = [e for e in d if e["pid"] == r and e.get("tid", 0) == 0]
@@ -77,7 +82,11 @@ for r in (0, S - 1):
 print(" | ".join(out) + " | " + (" / ".join(masked) if masked else "—"))
 PY
 )
-    if [ "$m" = plain ]; then bub="—"; else bub=$(awk -v s="$s" -v m="$m" 'BEGIN { printf "%d/%d = %.3f", s - 1, m + s - 1, (s - 1) / (m + s - 1) }'); fi
-    echo "| $s ($s) | $m | $bub | $peak | $med ms | $split |"
+    case $m in
+      plain) bub="—" ;;
+      1f1b:*) bub=$(awk -v s="$s" -v m="${m#1f1b:}" 'BEGIN { printf "1F1B: %d/%d = %.3f of the slots", 2 * (s - 1), m + 2 * (s - 1), 2 * (s - 1) / (m + 2 * (s - 1)) }') ;;
+      *) bub=$(awk -v s="$s" -v m="$m" 'BEGIN { printf "%d/%d = %.3f", s - 1, m + s - 1, (s - 1) / (m + s - 1) }') ;;
+    esac
+    echo "| $s ($s) | ${m#1f1b:} | $bub | $peak | $med ms | $split |"
   done
 done
