@@ -515,15 +515,7 @@ fn rewrite(m: &mut Module, fid: FuncId, inst: Inst, cx: &Ctx, names: &mut FuncNa
         ret.extend(&ws);
         ret.extend(stacked);
         for v in ret {
-            let ty = t.values[v].ty.clone();
-            t.results.push(ResultDecl {
-                name: None,
-                ty,
-                sharding: None,
-                span: Span::NONE,
-            });
-            t.ret.push(v);
-            t.ret_spans.push(Span::NONE);
+            return_value(&mut t, v, None);
         }
         t
     };
@@ -683,15 +675,7 @@ fn rewrite(m: &mut Module, fid: FuncId, inst: Inst, cx: &Ctx, names: &mut FuncNa
             ret.push(b.build_typed(Opcode::Reshape, &[all], vec![], with_dims(&act_ty[j], &[local_rows], 1), &format!("{n}.out")));
         }
         for (j, v) in ret.into_iter().enumerate() {
-            let ty = p.values[v].ty.clone();
-            p.results.push(ResultDecl {
-                name: None,
-                ty,
-                sharding: act_sharding(&act_ty[j]),
-                span: Span::NONE,
-            });
-            p.ret.push(v);
-            p.ret_spans.push(Span::NONE);
+            return_value(&mut p, v, act_sharding(&act_ty[j]));
         }
         p
     };
@@ -927,15 +911,7 @@ fn one_f_one_b(m: &mut Module, fid: FuncId, inst: Inst, d: &pjc_ir::InstData, cx
         let dims: Vec<i64> = (0..mb_ty.shape.len() as i64).collect();
         let sum = b.build(Opcode::Reduce, &[prod], vec![("dims", AttrValue::int_list(&dims)), ("kind", AttrValue::Ident("sum".into()))], "dot.sum");
         let all = b.build(Opcode::AllReduce, &[sum], vec![("axes", axes_attr(cx.axis)), ("kind", AttrValue::Ident("sum".into()))], "dot.all");
-        let ty = t.values[all].ty.clone();
-        t.results.push(ResultDecl {
-            name: None,
-            ty,
-            sharding: None,
-            span: Span::NONE,
-        });
-        t.ret.push(all);
-        t.ret_spans.push(Span::NONE);
+        return_value(&mut t, all, None);
         t
     };
     m.funcs.push(dot);
@@ -1079,15 +1055,7 @@ fn one_f_one_b(m: &mut Module, fid: FuncId, inst: Inst, d: &pjc_ir::InstData, cx
         ret.extend(&bmbs);
         ret.extend(&others);
         for v in ret {
-            let ty = t.values[v].ty.clone();
-            t.results.push(ResultDecl {
-                name: None,
-                ty,
-                sharding: None,
-                span: Span::NONE,
-            });
-            t.ret.push(v);
-            t.ret_spans.push(Span::NONE);
+            return_value(&mut t, v, None);
         }
         t
     };
@@ -1154,15 +1122,7 @@ fn one_f_one_b(m: &mut Module, fid: FuncId, inst: Inst, d: &pjc_ir::InstData, cx
             ret.push((res[3 + j], on_axis(ws_ty[j].shape.len())));
         }
         for (v, sh) in ret {
-            let ty = t.values[v].ty.clone();
-            t.results.push(ResultDecl {
-                name: None,
-                ty,
-                sharding: sh,
-                span: Span::NONE,
-            });
-            t.ret.push(v);
-            t.ret_spans.push(Span::NONE);
+            return_value(&mut t, v, sh);
         }
         t
     };
@@ -1190,4 +1150,12 @@ fn one_f_one_b(m: &mut Module, fid: FuncId, inst: Inst, d: &pjc_ir::InstData, cx
         micro_rows: mb,
         differentiated: true,
     })
+}
+
+/// Appends `v` to `f`'s results (unnamed, with `sharding`).
+fn return_value(f: &mut Function, v: Value, sharding: Option<Sharding>) {
+    let ty = f.values[v].ty.clone();
+    f.results.push(ResultDecl { name: None, ty, sharding, span: Span::NONE });
+    f.ret.push(v);
+    f.ret_spans.push(Span::NONE);
 }
