@@ -34,6 +34,29 @@ pub struct Options {
     pub time_limit: Duration,
 }
 
+impl Options {
+    /// Every `--axis-link` names an axis of `mesh`, once: an unknown or
+    /// repeated axis is the command line's mistake (the message, without
+    /// `error: `), not a link silently ignored.
+    pub fn check_links(&self, mesh: &pjc_ir::Mesh) -> Result<(), String> {
+        for (i, (axis, _)) in self.machine.axis_links.iter().enumerate() {
+            if mesh.axis(axis).is_none() {
+                let names: Vec<&str> = mesh.axes.iter().map(|a| a.name.as_str()).collect();
+                let has = if names.is_empty() {
+                    "the module has no mesh".to_string()
+                } else {
+                    format!("the mesh has {}", names.join(", "))
+                };
+                return Err(format!("--axis-link: no mesh axis '{axis}' ({has})"));
+            }
+            if self.machine.axis_links[..i].iter().any(|(a, _)| a == axis) {
+                return Err(format!("--axis-link: axis '{axis}' given twice"));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The estimated cost of a plan under the model.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Estimate {

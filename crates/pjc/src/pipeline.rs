@@ -200,6 +200,7 @@ impl Compilation {
     /// written, and a warning says why.
     fn auto_shard(&mut self) -> Result<(), Failure> {
         if let Some(opts) = self.auto_shard.clone() {
+            opts.check_links(&self.module.mesh_or_single()).map_err(Failure::Env)?;
             let report = pjc_autoshard::auto_shard(&mut self.module, self.entry, &opts);
             if let Some(why) = &report.fallback {
                 eprintln!("warning: --auto-shard: {why}");
