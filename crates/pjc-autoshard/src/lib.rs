@@ -109,6 +109,11 @@ pub struct Report {
     pub baseline: Estimate,
     pub choices: Vec<Choice>,
     pub runner_up: Option<RunnerUp>,
+    /// Why the rounds stopped before converging (the time limit): the plan
+    /// of the last whole round is used.
+    pub stopped: Option<String>,
+    /// Why some axis's runner-up search found nothing (the time limit).
+    pub runner_up_failed: Option<String>,
     /// The instructions the plan spends the most on: (label, compute s, collective s).
     pub costliest: Vec<(String, Estimate)>,
     pub nodes: usize,
@@ -168,6 +173,8 @@ pub fn auto_shard(m: &mut Module, entry: FuncId, opts: &Options) -> Report {
         baseline: Estimate::default(),
         choices: vec![],
         runner_up: None,
+        runner_up_failed: None,
+        stopped: None,
         costliest: vec![],
         nodes: 0,
         rounds: 0,
@@ -216,6 +223,13 @@ pub fn auto_shard(m: &mut Module, entry: FuncId, opts: &Options) -> Report {
             };
             match solve::solve_axis(&p, machine, &mut assign, a, limit * later, deadline, false) {
                 Ok(o) => outcomes.push(o),
+                // After the first round the plan is whole and within the
+                // limit (the last axis met the real one): a later round
+                // that fails (the time limit) keeps it.
+                Err(e) if round > 0 => {
+                    report.stopped = Some(format!("{e} (round {}, axis {})", round + 1, mesh.axes[a].name));
+                    break;
+                }
                 Err(e) => {
                     report.fallback = Some(format!(
                         "{e} (axis {}); left to propagation",
@@ -225,6 +239,10 @@ pub fn auto_shard(m: &mut Module, entry: FuncId, opts: &Options) -> Report {
                     return report;
                 }
             }
+        }
+        if report.stopped.is_some() {
+            report.optimal = false;
+            break;
         }
         report.rounds = round + 1;
         report.solves = outcomes;
@@ -238,7 +256,10 @@ pub fn auto_shard(m: &mut Module, entry: FuncId, opts: &Options) -> Report {
     for a in 0..axes {
         let mut alt = assign.clone();
         if let Ok(o) = solve::solve_axis(&p, machine, &mut alt, a, limit, deadline, true) {
-            if let Some((_, changed)) = &o.runner_up {
+            if let Some(Err(e)) = &o.runner_up {
+                report.runner_up_failed = Some(format!("{e} (axis {})", mesh.axes[a].name));
+            }
+            if let Some(Ok((_, changed))) = &o.runner_up {
                 if changed.is_empty() {
                     continue;
                 }
@@ -259,7 +280,7 @@ pub fn auto_shard(m: &mut Module, entry: FuncId, opts: &Options) -> Report {
             }
         }
     }
-    report.optimal = report.solves.iter().all(|o| o.optimal);
+    report.optimal = report.stopped.is_none() && report.solves.iter().all(|o| o.optimal);
     report.estimate = evaluate(&p, machine, &assign);
     if let Some((est, ru)) = best {
         let changed = p
@@ -441,6 +462,9 @@ impl Report {
             solves.join("; "),
             if self.optimal { "each axis optimal given the others" } else { "time limit: best found, not proven optimal" },
         );
+        if let Some(why) = &self.stopped {
+            let _ = writeln!(out, "  search stopped early: {why}; the plan found so far is used");
+        }
         let line = |e: &Estimate| {
             format!("step {} (compute {}, collectives {}, {:.0} B sent per device), peak {:.0} B per device", time(e.step()), time(e.compute), time(e.comm), e.bytes, e.peak)
         };
@@ -461,12 +485,17 @@ impl Report {
                     r.changed.iter().map(|(n, s)| format!("%{n} {s}")).collect();
                 let _ = writeln!(out, "    runner-up differs in: {}", moved.join(", "));
             }
-            None => {
-                let _ = writeln!(
-                    out,
-                    "  estimate, runner-up:         none (no parameter has another placement)"
-                );
-            }
+            None => match &self.runner_up_failed {
+                Some(why) => {
+                    let _ = writeln!(out, "  estimate, runner-up:         not found: {why}");
+                }
+                None => {
+                    let _ = writeln!(
+                        out,
+                        "  estimate, runner-up:         none (no parameter has another placement)"
+                    );
+                }
+            },
         }
         let _ = writeln!(out, "  parameters:");
         for c in &self.choices {

@@ -36,7 +36,8 @@ pub struct AxisOutcome {
     pub constraints: usize,
     /// The best plan with some parameter placed differently on this axis:
     /// its objective and the parameters that changed (node, strategy).
-    pub runner_up: Option<(f64, Vec<(usize, Strategy)>)>,
+    /// `Err` where that search failed (the time limit passed).
+    pub runner_up: Option<Result<(f64, Vec<(usize, Strategy)>), String>>,
 }
 
 /// The strategies of node `n` for axis `a` (`a` removed from `assign` first).
@@ -105,6 +106,11 @@ pub fn memory_points(p: &Problem) -> Vec<usize> {
 /// Solves axis `a` given the others in `assign`, and writes its choice into
 /// `assign`. `Err` where no assignment fits the memory limit or the time
 /// limit passed before any was found.
+///
+/// With `runner_up`, `assign` is the chosen plan: its split of `a` is kept
+/// as the choice (not solved again) and one ILP finds the best plan with
+/// some parameter placed otherwise on `a` (`AxisOutcome::runner_up`; its
+/// `Err` there where that search failed, e.g. the time limit passed).
 pub fn solve_axis(
     p: &Problem,
     m: &Machine,
@@ -317,6 +323,9 @@ pub fn solve_axis(
                 good_lp::ResolutionError::Infeasible => {
                     "no sharding fits the memory limit".to_string()
                 }
+                e if e.to_string().contains("Time limit") => {
+                    "the time limit passed before the solver found a plan".to_string()
+                }
                 e => e.to_string(),
             })?;
             let optimal = matches!(sol.status(), SolutionStatus::Optimal);
@@ -335,7 +344,27 @@ pub fn solve_axis(
                 .collect();
             Ok((optimal, sol.eval(&objective) / 1e6, choice, nvars, ncons))
         };
-    let (optimal, objective, choice, variables, constraints) = match run(None) {
+    // The chosen plan's split of `a`, as strategy indices: the runner-up's
+    // reference (a plan re-solved could tie differently).
+    let kept: Option<Vec<usize>> = if runner_up {
+        (0..p.nodes.len())
+            .map(|n| strat[n].iter().position(|s| *s == previous[n]))
+            .collect()
+    } else {
+        None
+    };
+    let solved = match kept {
+        Some(choice) => {
+            // Its objective, as the ILP would price it (node and edge terms).
+            let mut objective: f64 = (0..p.nodes.len()).map(|n| node_cost[n][choice[n]]).sum();
+            for (k, e) in p.edges.iter().enumerate() {
+                objective += edge_cost[k][choice[e.producer]][choice[e.consumer]];
+            }
+            Ok((true, objective, choice, 0, 0))
+        }
+        None => run(None),
+    };
+    let (optimal, objective, choice, variables, constraints) = match solved {
         Ok(r) => r,
         Err(e) => {
             for (n, f) in previous.iter().enumerate() {
@@ -356,14 +385,14 @@ pub fn solve_axis(
         if params.is_empty() {
             None
         } else {
-            run(Some(&params)).ok().map(|(_, obj, c2, _, _)| {
+            Some(run(Some(&params)).map(|(_, obj, c2, _, _)| {
                 let changed = params
                     .iter()
                     .filter(|&&(n, i)| c2[n] != i)
                     .map(|&(n, _)| (n, strat[n][c2[n]]))
                     .collect();
                 (obj, changed)
-            })
+            }))
         }
     } else {
         None
