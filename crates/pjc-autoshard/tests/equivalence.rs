@@ -127,3 +127,15 @@ fn memory_limited_plans_split_weights_and_compute_the_same() {
     let plan = check("benches/partition/megatron_mlp.pir", 1_300_000);
     assert!(split(&plan, "w1").contains("model") || split(&plan, "w2").contains("model"), "{plan:?}");
 }
+
+/// A 2-layer GPT-style training step (benches/autoshard/gen_gpt.py: causal
+/// attention, GELU, layer norms, `grad` of every weight and the SGD update):
+/// the plan splits some weights, and the step's loss and new weights match.
+#[test]
+fn gpt_training_step_auto_sharded_computes_the_same() {
+    let plan = check("benches/autoshard/gpt_small_train.pir", u64::MAX);
+    assert!(
+        plan.iter().any(|(n, s)| n.starts_with('l') && (s.contains("model") || s.contains("data"))),
+        "no weight split: {plan:?}"
+    );
+}
