@@ -32,6 +32,9 @@ pub struct Options {
     pub memory_limit: u64,
     /// How long the search may take in all.
     pub time_limit: Duration,
+    /// Search the runner-up (one more ILP per axis): for `explain`'s report,
+    /// not needed to compile.
+    pub runner_up: bool,
 }
 
 impl Options {
@@ -112,7 +115,8 @@ pub struct Report {
     /// Why the rounds stopped before converging (the time limit): the plan
     /// of the last whole round is used.
     pub stopped: Option<String>,
-    /// Why some axis's runner-up search found nothing (the time limit).
+    /// Why there is no runner-up where one was not searched or some axis's
+    /// search found nothing (the time limit).
     pub runner_up_failed: Option<String>,
     /// The instructions the plan spends the most on: (label, compute s, collective s).
     pub costliest: Vec<(String, Estimate)>,
@@ -253,11 +257,14 @@ pub fn auto_shard(m: &mut Module, entry: FuncId, opts: &Options) -> Report {
     // The runner-up: the last axis re-solved with some parameter elsewhere,
     // each axis in turn, the cheapest such plan kept.
     let mut best: Option<(Estimate, Assign)> = None;
-    for a in 0..axes {
+    if !opts.runner_up {
+        report.runner_up_failed = Some("not searched".into());
+    }
+    for a in (0..axes).filter(|_| opts.runner_up) {
         let mut alt = assign.clone();
         if let Ok(o) = solve::solve_axis(&p, machine, &mut alt, a, limit, deadline, true) {
             if let Some(Err(e)) = &o.runner_up {
-                report.runner_up_failed = Some(format!("{e} (axis {})", mesh.axes[a].name));
+                report.runner_up_failed = Some(format!("not found: {e} (axis {})", mesh.axes[a].name));
             }
             if let Some(Ok((_, changed))) = &o.runner_up {
                 if changed.is_empty() {
@@ -487,7 +494,7 @@ impl Report {
             }
             None => match &self.runner_up_failed {
                 Some(why) => {
-                    let _ = writeln!(out, "  estimate, runner-up:         not found: {why}");
+                    let _ = writeln!(out, "  estimate, runner-up:         {why}");
                 }
                 None => {
                     let _ = writeln!(

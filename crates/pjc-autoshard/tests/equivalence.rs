@@ -59,6 +59,7 @@ fn options(memory_limit: u64) -> Options {
         },
         memory_limit,
         time_limit: Duration::from_secs(60),
+        runner_up: true,
     }
 }
 

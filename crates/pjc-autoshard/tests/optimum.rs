@@ -25,6 +25,7 @@ fn opts(limit: u64) -> Options {
         },
         memory_limit: limit,
         time_limit: Duration::from_secs(10),
+        runner_up: true,
     }
 }
 

@@ -126,6 +126,7 @@ impl AutoShardArgs {
             },
             memory_limit,
             time_limit: std::time::Duration::from_secs_f64(seconds),
+            runner_up: true,
         }))
     }
 }

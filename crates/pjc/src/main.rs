@@ -408,6 +408,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let mut c = Compilation::load(&file, &entry, mesh.as_deref())?;
             (c.accumulate, c.pipeline) = (acc.get()?, pp.get()?);
             c.auto_shard = auto.get(&pjc_plan::cost::Machine::CPU, ratio::DeviceClass::Cpu)?;
+            if let Some(o) = c.auto_shard.as_mut().filter(|_| report.is_none()) {
+                o.runner_up = false; // only --report shows it
+            }
             c.run_to(stage)?;
             if let Some(path) = &report {
                 // The explain text the page carries; the stages it needs run once.
