@@ -4,6 +4,8 @@
 //! trace's `otherData.summary` must be the trace's own events summed per rank
 //! and category, and its bytes per step the ones `pjc explain` estimates.
 
+mod common;
+
 use pjc_plan::cost::{duration_text, sig3};
 use pjc_tensor::{Buf, Tensor};
 use std::path::{Path, PathBuf};
@@ -73,6 +75,7 @@ fn trace_summary_is_the_traces_events_and_explains_bytes() {
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env("OMPI_MCA_btl", "self,vader")
         .env("OMPI_MCA_pml", "ob1")
+        .env("OMPI_MCA_orte_tmpdir_base", common::ompi_tmpdir())
         .env("PJC_THREADS", "1")
         .output()
         .unwrap();

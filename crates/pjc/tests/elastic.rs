@@ -36,6 +36,7 @@ fn mpi_env(c: &mut Command) {
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env("OMPI_MCA_btl", "self,vader")
         .env("OMPI_MCA_pml", "ob1")
+        .env("OMPI_MCA_orte_tmpdir_base", common::ompi_tmpdir())
         .env("PJC_THREADS", "1")
         .env("RUST_BACKTRACE", "0")
         .env_remove("PJC_TEST_KILL_RANK")

@@ -13,6 +13,8 @@
 //! Needs OpenMPI's `mpirun` (scripts/setup.sh installs `openmpi-bin`); without
 //! it these tests fail with a message saying so.
 
+mod common;
+
 use pjc_ir::{DType, FuncKind, Module};
 use pjc_tensor::compare::{assert_close, close, Tolerance};
 use pjc_tensor::{Buf, Tensor};
@@ -86,6 +88,7 @@ fn launch_exe_env(np: Option<usize>, bin: &Path, args: &[String], envs: &[(&str,
         // Shared memory only: no network probing in containers.
         .env("OMPI_MCA_btl", "self,vader")
         .env("OMPI_MCA_pml", "ob1")
+        .env("OMPI_MCA_orte_tmpdir_base", common::ompi_tmpdir())
         .env("RUST_BACKTRACE", "0");
     let out = c.output().expect("cannot start `timeout` (coreutils)");
     assert_ne!(out.status.code(), Some(124), "mpirun -np {np:?} {} {args:?} did not finish within {TIMEOUT_S} s (hang)", bin.display());

@@ -24,6 +24,8 @@
 //! case with its first mismatch. `PJC_NUMERIC_FILTER=sub1,sub2` runs only the cases
 //! whose name contains one of the substrings.
 
+mod common;
+
 use std::collections::{BTreeSet, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -180,7 +182,8 @@ fn run_case(pjc: &Path, case_dir: &Path, work: &Path, mode: Mode) -> Vec<String>
                 c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
                     .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
                     .env("OMPI_MCA_btl", "self,vader")
-                    .env("OMPI_MCA_pml", "ob1");
+                    .env("OMPI_MCA_pml", "ob1")
+                    .env("OMPI_MCA_orte_tmpdir_base", common::ompi_tmpdir());
                 c
             } else {
                 Command::new(exe)

@@ -11,6 +11,8 @@
 //! browser tests skip with a message, unless `PJC_REQUIRE_BROWSER=1` (set by
 //! .ci/run, whose setup installs Debian's chromium), where they fail.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -320,6 +322,7 @@ fn a_runs_trace_is_split_per_rank_in_text_and_page() {
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env("OMPI_MCA_btl", "self,vader")
         .env("OMPI_MCA_pml", "ob1")
+        .env("OMPI_MCA_orte_tmpdir_base", common::ompi_tmpdir())
         .env("PJC_THREADS", "1")
         .output()
         .unwrap();

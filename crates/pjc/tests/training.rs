@@ -39,6 +39,7 @@ fn mpirun(np: usize, exe: &Path, args: &[String]) -> Command {
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env("OMPI_MCA_btl", "self,vader")
         .env("OMPI_MCA_pml", "ob1")
+        .env("OMPI_MCA_orte_tmpdir_base", common::ompi_tmpdir())
         .env("PJC_THREADS", "1")
         .env("RUST_BACKTRACE", "0");
     c

@@ -70,6 +70,7 @@ pub fn mpirun_ok<S: AsRef<std::ffi::OsStr>>(np: usize, exe: &std::path::Path, ar
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env("OMPI_MCA_btl", "self,vader")
         .env("OMPI_MCA_pml", "ob1")
+        .env("OMPI_MCA_orte_tmpdir_base", ompi_tmpdir())
         .env("PJC_THREADS", "1")
         .env("RUST_BACKTRACE", "0")
         .output()
@@ -77,4 +78,16 @@ pub fn mpirun_ok<S: AsRef<std::ffi::OsStr>>(np: usize, exe: &std::path::Path, ar
     assert_ne!(o.status.code(), Some(124), "hang: mpirun -np {np} {}", exe.display());
     assert!(o.status.success(), "mpirun -np {np} {}: {}", exe.display(), String::from_utf8_lossy(&o.stderr));
     o
+}
+
+/// A directory of its own for one `mpirun`'s session files (OpenMPI's
+/// `orte_tmpdir_base`, passed as `OMPI_MCA_orte_tmpdir_base`): mpiruns that
+/// parallel tests start at the same moment otherwise race to create the
+/// shared `/tmp/ompi.HOST.UID` and one fails ("A call to mkdir was unable to
+/// create the desired directory ... File exists").
+pub fn ompi_tmpdir() -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let d = std::env::temp_dir().join(format!("pjc-ompi-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    std::fs::create_dir_all(&d).unwrap();
+    d
 }
