@@ -25,7 +25,6 @@ fn scratch() -> PathBuf {
     common::scratch("elastic")
 }
 
-use common::random;
 
 fn pjc(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pjc")).args(args).output().unwrap()
@@ -52,12 +51,7 @@ struct Setup {
 impl Setup {
     fn new() -> Setup {
         let dir = scratch();
-        let mut seed = 0x1234_5678_9abc_def1u64;
-        // 200 examples, batch 128: the data stream wraps around.
-        for (n, shape) in [("w1", vec![256, 256]), ("w2", vec![256, 32]), ("x", vec![200, 256]), ("y", vec![200, 32])] {
-            let scale = if n.starts_with('w') { 0.1 } else { 1.0 };
-            pjc_tensor::write_npy(&dir.join(format!("{n}.npy")), &random(shape, &mut seed, scale)).unwrap();
-        }
+        common::write_dp_inputs(&dir);
         std::fs::write(dir.join("prog.pir"), PROGRAM).unwrap();
         let exe = dir.join("train.bin");
         let o = pjc(&["compile", dir.join("prog.pir").to_str().unwrap(), "--elastic", "data=1,2,4", "-o", exe.to_str().unwrap()]);
@@ -71,24 +65,7 @@ impl Setup {
 
     /// The executable's flags: a run of `steps` steps writing `out`.
     fn flags(&self, steps: u64, out: &str, extra: &[&str]) -> Vec<String> {
-        let mut a: Vec<String> = vec![
-            "--input".into(),
-            format!("w1={}", self.p("w1.npy")),
-            "--input".into(),
-            format!("w2={}", self.p("w2.npy")),
-            "--data".into(),
-            format!("x={}", self.p("x.npy")),
-            "--data".into(),
-            format!("y={}", self.p("y.npy")),
-            "--steps".into(),
-            steps.to_string(),
-            "--log-every".into(),
-            "10".into(),
-            "--output".into(),
-            self.p(out),
-        ];
-        a.extend(extra.iter().map(|s| s.to_string()));
-        a
+        common::dp_flags(&self.dir, steps, out, extra)
     }
 
     fn mpirun(&self, np: usize, exe: &Path, flags: &[String]) -> Output {

@@ -60,17 +60,7 @@ struct Setup {
 impl Setup {
     fn new() -> Setup {
         let dir = scratch();
-        let mut seed = 0x1234_5678_9abc_def1u64;
-        // 200 examples, batch 128: the data stream wraps around.
-        let tensors = [
-            ("w1", random(vec![256, 256], &mut seed, 0.1)),
-            ("w2", random(vec![256, 32], &mut seed, 0.1)),
-            ("x", random(vec![200, 256], &mut seed, 1.0)),
-            ("y", random(vec![200, 32], &mut seed, 1.0)),
-        ];
-        for (n, t) in &tensors {
-            pjc_tensor::write_npy(&dir.join(format!("{n}.npy")), t).unwrap();
-        }
+        common::write_dp_inputs(&dir);
         let exe4 = compile(&dir, "train4.bin", "data=4");
         let exe2 = compile(&dir, "train2.bin", "data=2");
         Setup { dir, exe4, exe2 }
@@ -79,11 +69,7 @@ impl Setup {
     /// The inputs and the 4-process build only.
     fn four() -> Setup {
         let dir = scratch();
-        let mut seed = 0x1234_5678_9abc_def1u64;
-        for (n, shape) in [("w1", vec![256, 256]), ("w2", vec![256, 32]), ("x", vec![200, 256]), ("y", vec![200, 32])] {
-            let scale = if n.starts_with('w') { 0.1 } else { 1.0 };
-            pjc_tensor::write_npy(&dir.join(format!("{n}.npy")), &random(shape, &mut seed, scale)).unwrap();
-        }
+        common::write_dp_inputs(&dir);
         let exe4 = compile(&dir, "train4.bin", "data=4");
         Setup { dir, exe2: exe4.clone(), exe4 }
     }
@@ -93,24 +79,7 @@ impl Setup {
     }
 
     fn args(&self, steps: u64, out: &str, extra: &[&str]) -> Vec<String> {
-        let mut a: Vec<String> = vec![
-            "--input".into(),
-            format!("w1={}", self.p("w1.npy")),
-            "--input".into(),
-            format!("w2={}", self.p("w2.npy")),
-            "--data".into(),
-            format!("x={}", self.p("x.npy")),
-            "--data".into(),
-            format!("y={}", self.p("y.npy")),
-            "--steps".into(),
-            steps.to_string(),
-            "--log-every".into(),
-            "10".into(),
-            "--output".into(),
-            self.p(out),
-        ];
-        a.extend(extra.iter().map(|s| s.to_string()));
-        a
+        common::dp_flags(&self.dir, steps, out, extra)
     }
 
     fn read(&self, out: &str) -> Vec<(String, Tensor)> {

@@ -91,3 +91,39 @@ pub fn ompi_tmpdir() -> PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+/// [`DP_PROGRAM`]'s inputs in `dir` as `w1.npy`, `w2.npy` (scale 0.1) and
+/// the datasets `x.npy`, `y.npy` of 200 examples (batch 128: the data stream
+/// wraps around), from one fixed seed.
+pub fn write_dp_inputs(dir: &std::path::Path) {
+    let mut seed = 0x1234_5678_9abc_def1u64;
+    for (n, shape) in [("w1", vec![256, 256]), ("w2", vec![256, 32]), ("x", vec![200, 256]), ("y", vec![200, 32])] {
+        let scale = if n.starts_with('w') { 0.1 } else { 1.0 };
+        pjc_tensor::write_npy(&dir.join(format!("{n}.npy")), &random(shape, &mut seed, scale)).unwrap();
+    }
+}
+
+/// An executable's flags for [`DP_PROGRAM`] in loop mode on the inputs of
+/// [`write_dp_inputs`] in `dir`: `steps` steps, results into `dir/out`, then
+/// `extra`.
+pub fn dp_flags(dir: &std::path::Path, steps: u64, out: &str, extra: &[&str]) -> Vec<String> {
+    let p = |n: &str| dir.join(n).display().to_string();
+    let mut a: Vec<String> = vec![
+        "--input".into(),
+        format!("w1={}", p("w1.npy")),
+        "--input".into(),
+        format!("w2={}", p("w2.npy")),
+        "--data".into(),
+        format!("x={}", p("x.npy")),
+        "--data".into(),
+        format!("y={}", p("y.npy")),
+        "--steps".into(),
+        steps.to_string(),
+        "--log-every".into(),
+        "10".into(),
+        "--output".into(),
+        p(out),
+    ];
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a
+}
