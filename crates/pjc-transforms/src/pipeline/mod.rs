@@ -895,18 +895,7 @@ fn one_f_one_b(m: &mut Module, fid: FuncId, inst: Inst, d: &pjc_ir::InstData, cx
         let ws: Vec<Value> = p.scanned.iter().enumerate().map(|(j, _)| param(&mut t, &p.slice_names[j], ws_ty[j].clone())).collect();
         let ct = param(&mut t, "ct", mb_ty.clone());
         let mut b = Builder::new(&mut t, &mesh, &sigs);
-        let mut ops = vec![x];
-        ops.extend(&ws);
-        let y = b
-            .try_build(
-                Opcode::Scan,
-                &ops,
-                vec![("length", AttrValue::Int(per as i64)), ("carries", AttrValue::Int(1))],
-                std::slice::from_ref(&p.stage_name),
-                None,
-                "y",
-            )
-            .map_err(|e| prog(d.span, format!("internal error: {what}: {}", e.msg)))?[0];
+        let y = stage_layers(&mut b, x, &ws, per, &p.stage_name, "y").map_err(|e| prog(d.span, format!("internal error: {what}: {e}")))?;
         let prod = b.build(Opcode::Mul, &[y, ct], vec![], "dot");
         let dims: Vec<i64> = (0..mb_ty.shape.len() as i64).collect();
         let sum = b.build(Opcode::Reduce, &[prod], vec![("dims", AttrValue::int_list(&dims)), ("kind", AttrValue::Ident("sum".into()))], "dot.sum");
@@ -971,18 +960,7 @@ fn one_f_one_b(m: &mut Module, fid: FuncId, inst: Inst, d: &pjc_ir::InstData, cx
         let xin = b.build(Opcode::Select, &[first, x0, recv_f], vec![], &format!("{n}.in"));
         let zx = b.splat(zero_of(mb_ty.dtype), mb_ty.clone(), &format!("{n}.idle"));
         let xin = b.build(Opcode::Select, &[fv, xin, zx], vec![], &format!("{n}.x"));
-        let mut ops = vec![xin];
-        ops.extend(&ws);
-        let y = b
-            .try_build(
-                Opcode::Scan,
-                &ops,
-                vec![("length", AttrValue::Int(per as i64)), ("carries", AttrValue::Int(1))],
-                std::slice::from_ref(&p.stage_name),
-                None,
-                &format!("{n}.layers"),
-            )
-            .map_err(|e| prog(d.span, format!("internal error: {what}: {}", e.msg)))?[0];
+        let y = stage_layers(&mut b, xin, &ws, per, &p.stage_name, &format!("{n}.layers")).map_err(|e| prog(d.span, format!("internal error: {what}: {e}")))?;
         let send_f = b.build(Opcode::CollectivePermute, &[y], vec![("axes", axes_attr(cx.axis)), ("shift", AttrValue::Int(1))], &format!("{n}.send"));
         // Its input kept until its backward.
         let slots = int(&mut b, stash_n as i64, "stash.slots");
@@ -1150,6 +1128,16 @@ fn one_f_one_b(m: &mut Module, fid: FuncId, inst: Inst, d: &pjc_ir::InstData, cx
         micro_rows: mb,
         differentiated: true,
     })
+}
+
+/// One stage's `per` layers on activation `x`: the scan of the stage's layer
+/// function `stage` over its stacked weights `ws`, carrying the activation.
+fn stage_layers(b: &mut Builder, x: Value, ws: &[Value], per: u64, stage: &str, name: &str) -> Result<Value, String> {
+    let mut ops = vec![x];
+    ops.extend(ws);
+    let attrs = vec![("length", AttrValue::Int(per as i64)), ("carries", AttrValue::Int(1))];
+    let r = b.try_build(Opcode::Scan, &ops, attrs, &[stage.to_string()], None, name).map_err(|e| e.msg)?;
+    Ok(r[0])
 }
 
 /// Appends `v` to `f`'s results (unnamed, with `sharding`).
