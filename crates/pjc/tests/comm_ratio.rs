@@ -65,22 +65,9 @@ fn trace_summary_is_the_traces_events_and_explains_bytes() {
     }
     let trace = dir.join("trace.json");
     let steps = 3u64;
-    let o = Command::new("timeout")
-        .args(["--signal=TERM", "--kill-after=10", "120", "mpirun", "--oversubscribe", "-np", "2"])
-        .arg(&exe)
-        .args(&args)
-        .args(["--steps", &steps.to_string(), "--trace", trace.to_str().unwrap(), "--output"])
-        .arg(dir.join("out.safetensors"))
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_btl", "self,vader")
-        .env("OMPI_MCA_pml", "ob1")
-        .env("OMPI_MCA_orte_tmpdir_base", common::ompi_tmpdir())
-        .env("PJC_THREADS", "1")
-        .output()
-        .unwrap();
+    args.extend(["--steps".to_string(), steps.to_string(), "--trace".into(), trace.display().to_string(), "--output".into(), dir.join("out.safetensors").display().to_string()]);
+    let o = common::mpirun_ok(2, &exe, &args, 120);
     let stderr = String::from_utf8_lossy(&o.stderr).to_string();
-    assert!(o.status.success(), "{stderr}");
     let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).expect("valid JSON");
     let events = doc["traceEvents"].as_array().expect("traceEvents");
     let summary = &doc["otherData"]["summary"];

@@ -312,21 +312,8 @@ fn a_runs_trace_is_split_per_rank_in_text_and_page() {
         args.extend(["--input".to_string(), format!("{name}={}", path.display())]);
     }
     let trace = dir.join("trace.json");
-    let o = Command::new("timeout")
-        .args(["--signal=TERM", "--kill-after=10", "120", "mpirun", "--oversubscribe", "-np", "2"])
-        .arg(&exe)
-        .args(&args)
-        .args(["--trace", trace.to_str().unwrap(), "--output"])
-        .arg(dir.join("out.safetensors"))
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_btl", "self,vader")
-        .env("OMPI_MCA_pml", "ob1")
-        .env("OMPI_MCA_orte_tmpdir_base", common::ompi_tmpdir())
-        .env("PJC_THREADS", "1")
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    args.extend(["--trace".to_string(), trace.display().to_string(), "--output".into(), dir.join("out.safetensors").display().to_string()]);
+    common::mpirun_ok(2, &exe, &args, 120);
     // The text's split is the trace's own events summed per rank and track.
     let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
     let events = doc["traceEvents"].as_array().unwrap();
