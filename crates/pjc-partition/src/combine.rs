@@ -57,11 +57,8 @@ fn key_of(f: &Function, i: Inst, varying: &HashMap<Value, pjc_ir::replication::A
 const MAX_OPEN: usize = 16;
 
 /// The device and link figures [`hides`] judges by: those of `pjc explain`'s
-/// default CPU class (`pjc_plan::cost::Machine::cpu`: 1000 GFLOP/s, a 25 GB/s
-/// link with 5 us per message), which a later stage owns.
-const HIDE_GFLOPS: f64 = 1000.0;
-const HIDE_LINK_GBPS: f64 = 25.0;
-const HIDE_LATENCY_US: f64 = 5.0;
+/// default CPU class.
+const HIDE: pjc_dialects::ring::Machine = pjc_dialects::ring::Machine::CPU;
 
 /// Arithmetic of a product or convolution (2 per multiply-add), else 0.
 fn flops(f: &Function, d: &pjc_ir::InstData) -> f64 {
@@ -85,11 +82,12 @@ fn flops(f: &Function, d: &pjc_ir::InstData) -> f64 {
 }
 
 /// Whether `flops` of compute take at least as long as an all-reduce of
-/// `bytes` over `n` devices (ring: 2(n-1) messages, 2(n-1)/n of the bytes).
+/// `bytes` over `n` devices by the ring formulas.
 fn hides(flops: f64, bytes: u64, n: u64) -> bool {
-    let n = n.max(2) as f64;
-    let ar = 2.0 * (n - 1.0) * HIDE_LATENCY_US * 1e-6 + 2.0 * (n - 1.0) / n * bytes as f64 / (HIDE_LINK_GBPS * 1e9);
-    flops / (HIDE_GFLOPS * 1e9) >= ar
+    let ar = pjc_dialects::CollectiveKind::AllReduce;
+    let n = n.max(2);
+    let t = ar.ring_messages(n) as f64 * HIDE.link_latency_us * 1e-6 + ar.ring_bytes(bytes, bytes, n) as f64 / (HIDE.link_gbps * 1e9);
+    flops / (HIDE.gflops * 1e9) >= t
 }
 
 /// The first group of two or more all-reduces that can share a message

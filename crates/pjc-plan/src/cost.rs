@@ -32,32 +32,9 @@ use crate::kernel::{Kernel, Node};
 use crate::plan::{Buffer, Control, Step};
 use pjc_ir::{Attrs, Mesh, Opcode, TensorType};
 
-/// The peaks the model divides by, for one device and its link.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Machine {
-    /// Arithmetic throughput, GFLOP/s (10^9 operations per second).
-    pub gflops: f64,
-    /// Device memory bandwidth, GB/s (10^9 bytes per second).
-    pub gbps: f64,
-    /// Bandwidth of each device's link to the others, GB/s (bytes, not bits).
-    pub link_gbps: f64,
-    /// Latency of one message of a collective, microseconds.
-    pub link_latency_us: f64,
-}
-
-impl Machine {
-    /// A CPU device (one rank, one server): 1 TFLOP/s — e.g. 16 AVX2 cores at
-    /// 2 GHz with two 8-lane f32 FMA units each (16 × 2 × 8 × 2 × 2 GHz) —,
-    /// 100 GB/s of memory bandwidth (one socket of DDR4/DDR5, sustained), and
-    /// a 200 Gb/s (HDR InfiniBand) link with 5 µs per message.
-    pub const CPU: Machine = Machine { gflops: 1000.0, gbps: 100.0, link_gbps: 25.0, link_latency_us: 5.0 };
-    /// A CUDA device, an H100 SXM: 67 TFLOP/s (f32 without tensor cores:
-    /// what cuBLAS runs pjc's f32 products with), 3350 GB/s of HBM3, and one
-    /// 400 Gb/s (NDR InfiniBand) link per GPU, as multi-node DGX/HGX H100
-    /// systems have, with 10 µs per message. Within one NVLink node pass
-    /// `--link-gbps 450`.
-    pub const CUDA: Machine = Machine { gflops: 67_000.0, gbps: 3350.0, link_gbps: 50.0, link_latency_us: 10.0 };
-}
+// The peaks the model divides by (one device and its link) live with the
+// ring formulas, where the partitioner's all-reduce combiner reads them too.
+pub use pjc_dialects::ring::Machine;
 
 /// Operations and bytes of one compute step.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
