@@ -372,11 +372,8 @@ pub trait StepHooks {
     unsafe fn start(&mut self, inst: &InstData, input: *const u8, in_len: usize, in_ty: &TensorType, out_ty: &TensorType, output: *mut u8, out_len: usize) -> Result<u64, HostError> {
         // SAFETY: the caller's contract.
         let out = self.collective(inst, unsafe { std::slice::from_raw_parts(input, in_len) }, in_ty, out_ty)?;
-        if out.len() != out_len {
-            return Err(HostError::Runtime(format!("collective '{}' gave {} bytes for a {out_ty} buffer", inst.op, out.len())));
-        }
         // SAFETY: the caller's contract.
-        unsafe { std::ptr::copy_nonoverlapping(out.as_ptr(), output, out_len) };
+        unsafe { put_result(inst, out_ty, &out, output, out_len) }.map_err(HostError::Runtime)?;
         Ok(0)
     }
     /// Waits for the collective of `ticket` ([`StepHooks::start`]); returns
@@ -384,6 +381,20 @@ pub trait StepHooks {
     fn finish(&mut self, _ticket: u64) -> Result<Option<(std::time::Instant, std::time::Duration)>, HostError> {
         Ok(None)
     }
+}
+
+/// Copies a collective's result bytes `out` into the `out_len` bytes at
+/// `output` (its buffer), or says that they are not the buffer's size.
+///
+/// # Safety
+/// `output` is valid for `out_len` bytes, which nothing else touches now.
+pub unsafe fn put_result(inst: &InstData, out_ty: &TensorType, out: &[u8], output: *mut u8, out_len: usize) -> Result<(), String> {
+    if out.len() != out_len {
+        return Err(format!("collective '{}' gave {} bytes for a {out_ty} buffer", inst.op, out.len()));
+    }
+    // SAFETY: the caller's contract.
+    unsafe { std::ptr::copy_nonoverlapping(out.as_ptr(), output, out_len) };
+    Ok(())
 }
 
 /// One device alone: every group has one member, so a collective is a copy

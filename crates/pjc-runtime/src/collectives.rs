@@ -105,11 +105,8 @@ impl Worker {
                     // untouched by the step loop until the reply.
                     let input = unsafe { std::slice::from_raw_parts(job.input.0 as *const u8, job.input.1) };
                     let r = run_bytes(&groups.0, &job.inst, input, &job.in_ty, &job.out_ty).and_then(|out| {
-                        if out.len() != job.output.1 {
-                            return Err(RuntimeError::Internal(format!("collective '{}' gave {} bytes for a {} buffer", job.inst.op, out.len(), job.out_ty)));
-                        }
                         // SAFETY: as above, `output.1` bytes.
-                        unsafe { std::ptr::copy_nonoverlapping(out.as_ptr(), job.output.0, out.len()) };
+                        unsafe { pjc_host::put_result(&job.inst, &job.out_ty, &out, job.output.0, job.output.1) }.map_err(RuntimeError::Internal)?;
                         Ok((start, start.elapsed()))
                     });
                     let _ = job.reply.send(r);
@@ -348,11 +345,8 @@ impl pjc_host::StepHooks for MpiCollectives<'_> {
         if !self.allow_async || one {
             // SAFETY: the caller's contract, passed on.
             let out = self.run_bytes(inst, unsafe { std::slice::from_raw_parts(input, in_len) }, in_ty, out_ty).map_err(|e| pjc_host::HostError::Runtime(e.to_string()))?;
-            if out.len() != out_len {
-                return Err(pjc_host::HostError::Runtime(format!("collective '{}' gave {} bytes for a {out_ty} buffer", inst.op, out.len())));
-            }
             // SAFETY: the caller's contract.
-            unsafe { std::ptr::copy_nonoverlapping(out.as_ptr(), output, out_len) };
+            unsafe { pjc_host::put_result(inst, out_ty, &out, output, out_len) }.map_err(pjc_host::HostError::Runtime)?;
             return Ok(0);
         }
         // SAFETY: the caller's contract, passed on to the collectives thread.
