@@ -71,6 +71,11 @@ pub fn schedule(plan: &mut Plan) {
     if std::env::var("PJC_OVERLAP").is_ok_and(|v| v == "0") {
         return;
     }
+    // Without collectives the list scheduler gives the program order back:
+    // nothing to reorder, no peak to bound.
+    if !pjc_plan::control::preorder(&plan.steps).iter().any(|s| matches!(s, Step::Collective { .. })) {
+        return;
+    }
     let original = plan.clone();
     let buffers = std::mem::take(&mut plan.buffers);
     schedule_steps(&mut plan.steps, &buffers);
