@@ -192,8 +192,14 @@ fn aligned_sizes(p: &Plan) -> Vec<u64> {
 /// The moment of `p` (with buffer plan `mem`) when the most memory is live,
 /// for `pjc explain`.
 pub fn peak_live(p: &Plan, mem: &Memory) -> PeakLive {
-    let n = p.buffers.len();
     let (events, def, last) = live_ranges(p);
+    fullest(p, mem, &events, &def, &last)
+}
+
+/// [`peak_live`] from the plan's events and live intervals ([`live_ranges`]).
+#[allow(clippy::type_complexity)]
+fn fullest(p: &Plan, mem: &Memory, events: &[(Vec<usize>, Vec<usize>, Option<&Step>)], def: &[usize], last: &[usize]) -> PeakLive {
+    let n = p.buffers.len();
     let end = events.len() + 1;
     let mut donated_to = vec![false; n];
     for &(_, r) in &mem.donated {
@@ -282,7 +288,7 @@ pub fn plan_memory(p: &Plan, carried: &[(usize, usize)]) -> Memory {
         }
     }
     let mut mem = Memory { offsets, peak, donated, fullest: PeakLive::default() };
-    mem.fullest = peak_live(p, &mem);
+    mem.fullest = fullest(p, &mem, &events, &def, &last);
     mem
 }
 
