@@ -7,18 +7,12 @@
 
 mod common;
 
-use common::{check, repo};
+use common::check;
 use pjc_ir::{FuncKind, Module, Opcode};
 use pjc_partition::{CollectiveKind, Partitioned};
 
 fn load(file: &str, mesh: Option<&str>) -> Module {
-    let src = std::fs::read_to_string(repo().join(file)).unwrap();
-    let mut m = pjc_front::parse(&src).unwrap_or_else(|d| panic!("{}", pjc_front::render(file, &src, &d)));
-    if let Some(spec) = mesh {
-        pjc_front::override_mesh(&mut m, spec).unwrap();
-    }
-    pjc_front::verify(&mut m).unwrap_or_else(|d| panic!("{}", pjc_front::render(file, &src, &d)));
-    m
+    common::load(file, mesh)
 }
 
 fn partition(m: &Module) -> Partitioned {

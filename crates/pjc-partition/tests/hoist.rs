@@ -10,12 +10,7 @@ use pjc_ir::{FuncKind, Module, Opcode, ValueDef};
 use pjc_tensor::compare::{close, Tolerance};
 
 fn load(file: &str, mesh: Option<&str>) -> Module {
-    let src = std::fs::read_to_string(repo().join(file)).unwrap();
-    let mut m = pjc_front::parse(&src).unwrap_or_else(|d| panic!("{}", pjc_front::render(file, &src, &d)));
-    if let Some(spec) = mesh {
-        pjc_front::override_mesh(&mut m, spec).unwrap();
-    }
-    pjc_front::verify(&mut m).unwrap_or_else(|d| panic!("{}", pjc_front::render(file, &src, &d)));
+    let mut m = common::load(file, mesh);
     pjc_transforms::expand(&mut m).unwrap();
     m
 }

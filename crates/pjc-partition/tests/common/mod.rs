@@ -59,3 +59,15 @@ pub fn check(path: &Path, m: &Module, inputs: Option<Vec<Tensor>>) -> Result<(),
     Ok(())
 }
 
+/// The repository's PIR file `file` (a path from the repository root),
+/// parsed, with `mesh` (`A=N,...`) replacing its mesh when given, and
+/// verified; a bad file panics with the rendered diagnostics.
+pub fn load(file: &str, mesh: Option<&str>) -> Module {
+    let src = std::fs::read_to_string(repo().join(file)).unwrap();
+    let mut m = pjc_front::parse(&src).unwrap_or_else(|d| panic!("{}", pjc_front::render(file, &src, &d)));
+    if let Some(spec) = mesh {
+        pjc_front::override_mesh(&mut m, spec).unwrap();
+    }
+    pjc_front::verify(&mut m).unwrap_or_else(|d| panic!("{}", pjc_front::render(file, &src, &d)));
+    m
+}
