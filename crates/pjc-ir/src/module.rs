@@ -309,6 +309,14 @@ impl Function {
     pub fn add_value(&mut self, name: &str, ty: TensorType, def: ValueDef, span: Span) -> Value {
         self.values.push(ValueData { name: name.to_string(), ty, sharding: None, def, span })
     }
+
+    /// Appends a parameter `name` of type `ty` (no sharding, no span): what
+    /// transforms building a function call for each of its inputs.
+    pub fn add_param(&mut self, name: &str, ty: TensorType) -> Value {
+        let v = self.add_value(name, ty, ValueDef::Param(self.params.len()), Span::NONE);
+        self.params.push(v);
+        v
+    }
 }
 
 /// A module: an optional mesh and its functions.

@@ -264,11 +264,7 @@ fn step_fn(m: &Module, entry: FuncId, d: &pjc_ir::InstData, scanned: &[usize], m
         results: micro.results.iter().map(|r| (r.ty.clone(), r.sharding.clone())).collect(),
     });
     let mut s = Function::new(name, FuncKind::Global);
-    let param = |s: &mut Function, n: &str, ty: TensorType| {
-        let v = s.add_value(n, ty, ValueDef::Param(s.params.len()), Span::NONE);
-        s.params.push(v);
-        v
-    };
+    let param = |s: &mut Function, n: &str, ty: TensorType| s.add_param(n, ty);
     let accs: Vec<Value> = d.results.iter().map(|&r| param(&mut s, &format!("{}.sum", f.values[r].name), f.values[r].ty.clone())).collect();
     let mut args: Vec<Option<Value>> = vec![None; d.operands.len()];
     let mut kept = vec![];

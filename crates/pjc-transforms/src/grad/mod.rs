@@ -166,9 +166,8 @@ impl Cx<'_> {
             for &i in cts {
                 let r = &f.results[i];
                 let n = unique(&mut names, &format!("{}.ct", f.result_name(i)));
-                let nv = out.add_value(&n, r.ty.clone(), ValueDef::Param(out.params.len()), Span::NONE);
+                let nv = out.add_param(&n, r.ty.clone());
                 out.values[nv].sharding = r.sharding.clone();
-                out.params.push(nv);
                 ct_params.push((i, nv));
             }
         }

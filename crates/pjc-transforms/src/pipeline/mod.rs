@@ -456,11 +456,7 @@ fn rewrite(m: &mut Module, fid: FuncId, inst: Inst, cx: &Ctx, names: &mut FuncNa
     let tick = {
         let sigs = signatures(m);
         let mut t = Function::new(&tick_name, FuncKind::Spmd);
-        let param = |t: &mut Function, n: &str, ty: TensorType| {
-            let v = t.add_value(n, ty, ValueDef::Param(t.params.len()), Span::NONE);
-            t.params.push(v);
-            v
-        };
+        let param = |t: &mut Function, n: &str, ty: TensorType| t.add_param(n, ty);
         let recv: Vec<Value> = act.iter().zip(&mb_ty).map(|(&k, ty)| param(&mut t, &format!("{}.recv", carry_names[k]), ty.clone())).collect();
         let invs: Vec<Value> = inv.iter().zip(&inv_ty).map(|(&k, ty)| param(&mut t, &carry_names[k], ty.clone())).collect();
         let ws: Vec<Value> = slice_names.iter().zip(&ws_ty).map(|(n, ty)| param(&mut t, n, ty.clone())).collect();
@@ -548,9 +544,8 @@ fn rewrite(m: &mut Module, fid: FuncId, inst: Inst, cx: &Ctx, names: &mut FuncNa
             schedule::Schedule::GPipe.name()
         )];
         let param = |p: &mut Function, n: &str, ty: TensorType, sh: Option<Sharding>| {
-            let v = p.add_value(n, ty, ValueDef::Param(p.params.len()), Span::NONE);
+            let v = p.add_param(n, ty);
             p.values[v].sharding = sh;
-            p.params.push(v);
             v
         };
         let acts: Vec<Value> = act
@@ -886,9 +881,8 @@ fn one_f_one_b(m: &mut Module, fid: FuncId, inst: Inst, d: &pjc_ir::InstData, cx
         let sigs = signatures(m);
         let mut t = Function::new(&dot_name, FuncKind::Spmd);
         let param = |t: &mut Function, n: &str, ty: TensorType| {
-            let v = t.add_value(n, ty.clone(), ValueDef::Param(t.params.len()), Span::NONE);
+            let v = t.add_param(n, ty.clone());
             t.values[v].sharding = on_axis(ty.shape.len());
-            t.params.push(v);
             v
         };
         let x = param(&mut t, "x", mb_ty.clone());
@@ -915,11 +909,7 @@ fn one_f_one_b(m: &mut Module, fid: FuncId, inst: Inst, d: &pjc_ir::InstData, cx
     let tick = {
         let sigs = signatures(m);
         let mut t = Function::new(&tick_name, FuncKind::Spmd);
-        let param = |t: &mut Function, n: &str, ty: TensorType| {
-            let v = t.add_value(n, ty, ValueDef::Param(t.params.len()), Span::NONE);
-            t.params.push(v);
-            v
-        };
+        let param = |t: &mut Function, n: &str, ty: TensorType| t.add_param(n, ty);
         let recv_f = param(&mut t, &format!("{n}.recv"), mb_ty.clone());
         let recv_b = param(&mut t, &format!("{n}.ct.recv"), mb_ty.clone());
         let stash = param(&mut t, &format!("{n}.stash"), with_dims(&mb_ty, &[stash_n, mb], 1));
