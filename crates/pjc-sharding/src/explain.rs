@@ -251,8 +251,14 @@ pub fn picture(mesh: &Mesh, ty: &TensorType, s: &Sharding) -> Option<String> {
     if width > 200 {
         return None; // thousands of devices per block: a picture would not help
     }
+    Some(boxes(&labels, &[], 4, cols as usize, width))
+}
+
+/// Rows of `cols` boxed cells, each `width` wide and centred, the rows after
+/// their labels `row_labels` (none: blank) padded to `margin` columns.
+fn boxes(labels: &[Vec<String>], row_labels: &[String], margin: usize, cols: usize, width: usize) -> String {
     let bar = |l: char, m: char, r: char| {
-        let mut s = String::from("    ");
+        let mut s = " ".repeat(margin);
         s.push(l);
         for c in 0..cols {
             s.push_str(&"─".repeat(width));
@@ -263,7 +269,9 @@ pub fn picture(mesh: &Mesh, ty: &TensorType, s: &Sharding) -> Option<String> {
     };
     let mut out = bar('┌', '┬', '┐');
     for (ri, row) in labels.iter().enumerate() {
-        let mut s = String::from("    │");
+        let mut s = String::new();
+        pad_right(&mut s, row_labels.get(ri).map_or("", |l| l.as_str()), margin);
+        s.push('│');
         for l in row {
             center(&mut s, l, width);
             s.push('│');
@@ -272,7 +280,7 @@ pub fn picture(mesh: &Mesh, ty: &TensorType, s: &Sharding) -> Option<String> {
         out.push('\n');
         out.push_str(&if ri + 1 == labels.len() { bar('└', '┴', '┘') } else { bar('├', '┼', '┤') });
     }
-    Some(out)
+    out
 }
 
 /// Which device holds which block of a value (like JAX's
@@ -390,29 +398,7 @@ impl Grid {
             }
             let _ = writeln!(out, "{}", s.trim_end());
         }
-        let bar = |l: char, m: char, r: char| {
-            let mut s = " ".repeat(margin);
-            s.push(l);
-            for c in 0..cols {
-                s.push_str(&"─".repeat(width));
-                s.push(if c + 1 == cols { r } else { m });
-            }
-            s.push('\n');
-            s
-        };
-        out.push_str(&bar('┌', '┬', '┐'));
-        for (ri, row) in labels.iter().enumerate() {
-            let mut s = String::new();
-            pad_right(&mut s, row_labels.get(ri).map_or("", |l| l.as_str()), margin);
-            s.push('│');
-            for l in row {
-                center(&mut s, l, width);
-                s.push('│');
-            }
-            out.push_str(&s);
-            out.push('\n');
-            out.push_str(&if ri + 1 == labels.len() { bar('└', '┴', '┘') } else { bar('├', '┼', '┤') });
-        }
+        out.push_str(&boxes(&labels, &row_labels, margin, cols, width));
         out
     }
 }
