@@ -11,8 +11,10 @@
 //! multiply the kernel, so an infinite kernel value gives NaN as the reference
 //! does) and multiplies it with the group's kernel columns read in place.
 //! Floats compute in f32 (f16, bf16, f32) or f64 and round once to the result
-//! dtype, like products (spec section 11). Integer convolutions return `None`
-//! and run the reference kernel.
+//! dtype, like products (spec section 11). Integers compute with wrapping
+//! multiply-adds in i32 lanes (results of at most 32 bits) or i64 lanes
+//! (`intgemm.rs`) and wrap once to the result dtype: the same bits as the
+//! reference's wrapping sums (integer overflow wraps, spec section 11).
 
 use crate::gemm::{gemm_batched, DotLayout, GemmOperand};
 use pjc_ir::{Attrs, DType, InstData, Opcode, TensorType};
@@ -23,7 +25,7 @@ use std::borrow::Cow;
 /// a core's L2 cache).
 const PATCH_BLOCK: usize = 128 << 10;
 
-/// `convolution` as im2col + GEMM, or `None` for integer operands and for a
+/// `convolution` as im2col + GEMM, or `None` for `pred` operands and for a
 /// step the reference kernel must reject (it then says why).
 pub fn try_conv(inst: &InstData, ins: &[Tensor], out: &TensorType, threads: usize, blas: Option<&crate::blas::Blas>) -> Option<Tensor> {
     if inst.op != Opcode::Convolution || ins.len() != 2 {
@@ -31,7 +33,8 @@ pub fn try_conv(inst: &InstData, ins: &[Tensor], out: &TensorType, threads: usiz
     }
     let (x, k) = (&ins[0], &ins[1]);
     let d = x.dtype();
-    if !d.is_float() || !out.dtype.is_float() || k.dtype() != d {
+    let int = d.is_int() && out.dtype.is_int();
+    if !(int || d.is_float() && out.dtype.is_float()) || k.dtype() != d {
         return None;
     }
     let types: Vec<TensorType> = ins.iter().map(|t| TensorType::new(t.dtype(), t.shape.iter().map(|&s| s as u64).collect())).collect();
@@ -66,7 +69,7 @@ pub fn try_conv(inst: &InstData, ins: &[Tensor], out: &TensorType, threads: usiz
         && g.rhs_dil.iter().all(|&d| d == 1)
         && g.padding.iter().all(|&p| p == (0, 0))
         && g.fgc * g.bgc == 1;
-    if whole {
+    if whole && !int {
         if let Some(t) = whole_window(&dims, &g, ins, out, threads, blas) {
             return Some(t);
         }
@@ -88,14 +91,26 @@ pub fn try_conv(inst: &InstData, ins: &[Tensor], out: &TensorType, threads: usiz
             pjc_tensor::convert(&t, ct).ok().map(Cow::Owned)
         }
     }
-    let (cx, ck) = (canon(x, &px, ct)?, canon(k, &pk, ct)?);
     let mut canon_out: Vec<usize> = vec![g.out_batch];
     canon_out.extend(&g.out_sp);
     canon_out.push(g.cout);
-    let data = match (&cx.data, &ck.data) {
-        (Buf::F32(xv), Buf::F32(kv)) => Buf::F32(im2col_gemm(&g, xv, kv, 1.0f32, threads, blas)),
-        (Buf::F64(xv), Buf::F64(kv)) => Buf::F64(im2col_gemm(&g, xv, kv, 1.0f64, threads, blas)),
-        _ => return None,
+    let data = if int {
+        // Transposed in their own dtype, then widened to the lanes; the sums
+        // wrap to the result dtype before the output transpose.
+        let (cx, ck) = (canon(x, &px, d)?, canon(k, &pk, d)?);
+        if out.dtype.bits() <= 32 {
+            let sums = im2col_gemm(&g, &lanes::<i32>(&cx.data)?, &lanes::<i32>(&ck.data)?, threads, blas);
+            narrow(out.dtype, sums.into_iter().map(|s| s as i64))
+        } else {
+            narrow(out.dtype, im2col_gemm(&g, &lanes::<i64>(&cx.data)?, &lanes::<i64>(&ck.data)?, threads, blas).into_iter())
+        }
+    } else {
+        let (cx, ck) = (canon(x, &px, ct)?, canon(k, &pk, ct)?);
+        match (&cx.data, &ck.data) {
+            (Buf::F32(xv), Buf::F32(kv)) => Buf::F32(im2col_gemm(&g, xv, kv, threads, blas)),
+            (Buf::F64(xv), Buf::F64(kv)) => Buf::F64(im2col_gemm(&g, xv, kv, threads, blas)),
+            _ => return None,
+        }
     };
     let result = Tensor::new(canon_out, data);
     // Back to the output label order: canonical position of each output dim.
@@ -139,6 +154,108 @@ fn whole_window(dims: &pjc_tensor::ConvDims, g: &ConvGeometry, ins: &[Tensor], o
     }
 }
 
+/// An integer buffer's elements as wrapping lanes (`as`: sign or zero
+/// extension, or truncation to the low bits, which is all a wrapping sum of
+/// at most the lanes' width reads).
+fn lanes<T: IntFrom>(b: &Buf) -> Option<Vec<T>> {
+    Some(match b {
+        Buf::I64(v) => v.iter().map(|&x| T::from_i64(x)).collect(),
+        Buf::I32(v) => v.iter().map(|&x| T::from_i64(x as i64)).collect(),
+        Buf::I16(v) => v.iter().map(|&x| T::from_i64(x as i64)).collect(),
+        Buf::I8(v) => v.iter().map(|&x| T::from_i64(x as i64)).collect(),
+        Buf::U64(v) => v.iter().map(|&x| T::from_i64(x as i64)).collect(),
+        Buf::U32(v) => v.iter().map(|&x| T::from_i64(x as i64)).collect(),
+        Buf::U16(v) => v.iter().map(|&x| T::from_i64(x as i64)).collect(),
+        Buf::U8(v) => v.iter().map(|&x| T::from_i64(x as i64)).collect(),
+        _ => return None,
+    })
+}
+
+trait IntFrom {
+    fn from_i64(x: i64) -> Self;
+}
+impl IntFrom for i32 {
+    fn from_i64(x: i64) -> i32 {
+        x as i32
+    }
+}
+impl IntFrom for i64 {
+    fn from_i64(x: i64) -> i64 {
+        x
+    }
+}
+
+/// Wrapping sums as elements of the integer dtype `d` (`as` keeps the low
+/// bits: the sum modulo 2^width, in `d`'s signedness).
+fn narrow(d: DType, v: impl Iterator<Item = i64>) -> Buf {
+    match d {
+        DType::I64 => Buf::I64(v.collect()),
+        DType::I32 => Buf::I32(v.map(|x| x as i32).collect()),
+        DType::I16 => Buf::I16(v.map(|x| x as i16).collect()),
+        DType::I8 => Buf::I8(v.map(|x| x as i8).collect()),
+        DType::U64 => Buf::U64(v.map(|x| x as u64).collect()),
+        DType::U32 => Buf::U32(v.map(|x| x as u32).collect()),
+        DType::U16 => Buf::U16(v.map(|x| x as u16).collect()),
+        _ => Buf::U8(v.map(|x| x as u8).collect()),
+    }
+}
+
+/// The element types of the patch matrix and its GEMM: f32 and f64 through
+/// the gemm crate (or the system BLAS), i32 and i64 through `intgemm`.
+trait Elem: Copy + Default + Send + Sync {
+    /// `m × n` output rows at `dst` (row stride `drs`) = the patch rows at
+    /// `a` (row stride `ars`) times the kernel columns at `b` (row stride
+    /// `brs`), all with unit column strides, on the calling thread.
+    ///
+    /// # Safety
+    /// Every element those strides reach lies in the buffers, and `dst`
+    /// overlaps neither operand.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn block(m: usize, n: usize, k: usize, dst: *mut Self, drs: usize, a: *const Self, ars: usize, b: *const Self, brs: usize);
+    /// The whole `m × n` product of rows read in place (row stride `ars`)
+    /// and `k × n` kernel columns (row stride `brs`), on `threads` threads.
+    #[allow(clippy::too_many_arguments)]
+    fn product(m: usize, n: usize, k: usize, a: &[Self], ars: usize, b: &[Self], brs: usize, threads: usize, blas: Option<&crate::blas::Blas>) -> Vec<Self>;
+}
+
+macro_rules! float_elem {
+    ($t:ty) => {
+        impl Elem for $t {
+            unsafe fn block(m: usize, n: usize, k: usize, dst: *mut $t, drs: usize, a: *const $t, ars: usize, b: *const $t, brs: usize) {
+                gemm::gemm(m, n, k, dst, 1, drs as isize, false, a, 1, ars as isize, b, 1, brs as isize, 0.0, 1.0, false, false, false, gemm::Parallelism::None);
+            }
+            fn product(m: usize, n: usize, k: usize, a: &[$t], ars: usize, b: &[$t], brs: usize, threads: usize, blas: Option<&crate::blas::Blas>) -> Vec<$t> {
+                let l = DotLayout {
+                    batch: vec![],
+                    m,
+                    k,
+                    n,
+                    lhs: GemmOperand { transpose: None, batch_strides: vec![], rs: ars, cs: 1 },
+                    rhs: GemmOperand { transpose: None, batch_strides: vec![], rs: brs, cs: 1 },
+                };
+                gemm_batched(&l, a, b, 1.0, threads, blas)
+            }
+        }
+    };
+}
+float_elem!(f32);
+float_elem!(f64);
+
+macro_rules! int_elem {
+    ($t:ty) => {
+        impl Elem for $t {
+            unsafe fn block(m: usize, n: usize, k: usize, dst: *mut $t, drs: usize, a: *const $t, ars: usize, b: *const $t, brs: usize) {
+                <$t as crate::intgemm::Lane>::matmul(m, n, k, dst, drs, a, ars, b, brs)
+            }
+            fn product(m: usize, n: usize, k: usize, a: &[$t], ars: usize, b: &[$t], brs: usize, threads: usize, _: Option<&crate::blas::Blas>) -> Vec<$t> {
+                crate::intgemm::product(m, n, k, a, ars, b, brs, threads)
+            }
+        }
+    };
+}
+int_elem!(i32);
+int_elem!(i64);
+
 /// Input position read by output position `o` at kernel tap `t` along
 /// spatial dim `s`, or `None` for padding and dilation holes.
 fn tap(g: &ConvGeometry, s: usize, o: usize, t: usize) -> Option<usize> {
@@ -147,7 +264,7 @@ fn tap(g: &ConvGeometry, s: usize, o: usize, t: usize) -> Option<usize> {
     (q >= 0 && q % ld == 0 && ((q / ld) as usize) < g.in_sp[s]).then(|| (q / ld) as usize)
 }
 
-fn im2col_gemm<T: crate::blas::Element + Default + Send + Sync>(g: &ConvGeometry, x: &[T], w: &[T], one: T, threads: usize, blas: Option<&crate::blas::Blas>) -> Vec<T> {
+fn im2col_gemm<T: Elem>(g: &ConvGeometry, x: &[T], w: &[T], threads: usize, blas: Option<&crate::blas::Blas>) -> Vec<T> {
     use rayon::prelude::*;
     let n = g.in_sp.len();
     let osz: usize = g.out_sp.iter().product();
@@ -160,18 +277,8 @@ fn im2col_gemm<T: crate::blas::Element + Default + Send + Sync>(g: &ConvGeometry
     if rows == 0 || og == 0 {
         return vec![T::default(); rows * g.cout];
     }
-    let gemm = |m: usize, lhs: &[T], lhs_rs: usize, gi: usize| {
-        // m x (taps·I) times the group's kernel columns: w[(kp·I + i)·O + gi·og + j].
-        let l = DotLayout {
-            batch: vec![],
-            m,
-            k: cols,
-            n: og,
-            lhs: GemmOperand { transpose: None, batch_strides: vec![], rs: lhs_rs, cs: 1 },
-            rhs: GemmOperand { transpose: None, batch_strides: vec![], rs: g.cout, cs: 1 },
-        };
-        gemm_batched(&l, lhs, &w[gi * og..], one, threads, blas)
-    };
+    // m x (taps·I) times the group's kernel columns: w[(kp·I + i)·O + gi·og + j].
+    let gemm = |m: usize, lhs: &[T], lhs_rs: usize, gi: usize| T::product(m, og, cols, lhs, lhs_rs, &w[gi * og..], g.cout, threads, blas);
     // A 1x1 window with unit strides, no padding and no dilation reads the
     // input's rows as they are: no patch matrix.
     let pointwise = ksz == 1
@@ -283,29 +390,7 @@ fn im2col_gemm<T: crate::blas::Element + Default + Send + Sync>(g: &ConvGeometry
             // SAFETY: the patch is nr x cols row-major; the group's kernel
             // columns are cols x og at offset gi·og with row stride cout; the
             // output rows are nr x og at offset gi·og with row stride cout.
-            unsafe {
-                gemm::gemm(
-                    nr,
-                    og,
-                    cols,
-                    out.as_mut_ptr().add(gi * og),
-                    1,
-                    g.cout as isize,
-                    false,
-                    patch.as_ptr(),
-                    1,
-                    cols as isize,
-                    w.as_ptr().add(gi * og),
-                    1,
-                    g.cout as isize,
-                    T::default(),
-                    one,
-                    false,
-                    false,
-                    false,
-                    gemm::Parallelism::None,
-                );
-            }
+            unsafe { T::block(nr, og, cols, out.as_mut_ptr().add(gi * og), g.cout, patch.as_ptr(), cols, w.as_ptr().add(gi * og), g.cout) };
         }
     };
     let mut out = vec![T::default(); rows * g.cout];
@@ -329,14 +414,19 @@ mod tests {
     use pjc_ir::AttrValue;
     use pjc_tensor::compare::{close, Tolerance};
 
+    /// Floats: multiples of 0.5 in [-4, 4] (sums exact in f32); integers:
+    /// the dtype's whole range, so that the sums wrap.
     fn operand(d: DType, shape: &[usize], seed: &mut u64) -> Tensor {
         let n: usize = shape.iter().product();
-        let v: Vec<f64> = (0..n)
-            .map(|_| {
-                *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                ((*seed >> 11) % 17) as f64 * 0.5 - 4.0
-            })
-            .collect();
+        let mut next = || {
+            *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            *seed >> 11
+        };
+        if d.is_int() {
+            let v: Vec<i128> = (0..n).map(|_| pjc_tensor::wrap_to_dtype(next() as i128 * 0x9e37_79b9_7f4a, d)).collect();
+            return Tensor::new(shape.to_vec(), Buf::from_i128(d, &v));
+        }
+        let v: Vec<f64> = (0..n).map(|_| (next() % 17) as f64 * 0.5 - 4.0).collect();
         Tensor::new(shape.to_vec(), Buf::from_f64(d, &v))
     }
 
@@ -378,6 +468,25 @@ mod tests {
         Case { fgc: 2, padding: &[(1, 1), (1, 1)], ..c("b01f_01io->b01f", &[2, 30, 30, 64], &[3, 3, 32, 8]) }, // grouped, several blocks
     ];
 
+    /// (operand dtype, result dtype): every float and integer dtype, and
+    /// wider results.
+    const DTYPES: &[(DType, DType)] = &[
+        (DType::F32, DType::F32),
+        (DType::F64, DType::F64),
+        (DType::BF16, DType::BF16),
+        (DType::F16, DType::F32),
+        (DType::I8, DType::I8),
+        (DType::I8, DType::I32),
+        (DType::I16, DType::I16),
+        (DType::I32, DType::I32),
+        (DType::I32, DType::I64),
+        (DType::I64, DType::I64),
+        (DType::U8, DType::U8),
+        (DType::U16, DType::U32),
+        (DType::U32, DType::U32),
+        (DType::U64, DType::U64),
+    ];
+
     fn inst(c: &Case) -> InstData {
         let mut i = InstData::new(Opcode::Convolution);
         i.set_attr("dims", AttrValue::Str(c.dims.into()));
@@ -406,7 +515,7 @@ mod tests {
     fn every_convolution_form_runs_as_gemm_like_the_reference() {
         let mut seed = 3;
         for case in CASES {
-            for (d, od) in [(DType::F32, DType::F32), (DType::F64, DType::F64), (DType::BF16, DType::BF16), (DType::F16, DType::F32)] {
+            for (d, od) in DTYPES.iter().copied() {
                 let (x, k) = (operand(d, case.x, &mut seed), operand(d, case.k, &mut seed));
                 let dims = pjc_tensor::parse_conv_dims(case.dims, case.x.len()).unwrap();
                 let us = |v: &[i64]| v.iter().map(|&a| a as usize).collect::<Vec<_>>();
@@ -415,7 +524,8 @@ mod tests {
                 for (threads, blas) in [(1, None), (2, crate::blas::openblas())] {
                     let got = try_conv(&inst(case), &[x.clone(), k.clone()], &out, threads, blas).unwrap_or_else(|| panic!("{} fell off the GEMM path", case.dims));
                     // Exactly representable values: sums are exact in f32, so GEMM and
-                    // the reference agree bit for bit after one rounding.
+                    // the reference agree bit for bit after one rounding; integer
+                    // sums wrap to the same bits.
                     close(&want, &got, Tolerance::EXACT).unwrap_or_else(|e| panic!("{} {:?} x {:?} ({d} -> {od}): {e}", case.dims, case.x, case.k));
                 }
             }
@@ -437,11 +547,48 @@ mod tests {
     }
 
     #[test]
-    fn integer_and_malformed_convolutions_are_left_to_the_reference() {
+    fn integer_sums_wrap_like_the_reference() {
+        // i8: 100·2 + 100·2 = 400 wraps to -112; u8: 200·2 + 1·1 = 401 wraps to 145.
+        let case = c("b0f_0io->b0f", &[1, 2, 1], &[2, 1, 1]);
+        let run = |x: Buf, k: Buf, d: DType| try_conv(&inst(&case), &[Tensor::new(vec![1, 2, 1], x), Tensor::new(vec![2, 1, 1], k)], &TensorType::new(d, vec![1, 1, 1]), 1, None).unwrap();
+        assert_eq!(run(Buf::I8(vec![100, 100]), Buf::I8(vec![2, 2]), DType::I8).data, Buf::I8(vec![-112]));
+        assert_eq!(run(Buf::I8(vec![100, 100]), Buf::I8(vec![2, 2]), DType::I32).data, Buf::I32(vec![400]));
+        assert_eq!(run(Buf::U8(vec![200, 1]), Buf::U8(vec![2, 1]), DType::U8).data, Buf::U8(vec![145]));
+        assert_eq!(run(Buf::U64(vec![u64::MAX, 1]), Buf::U64(vec![2, 3]), DType::U64).data, Buf::U64(vec![1]));
+    }
+
+    /// Integer 3x3 convolutions at a CNN's size against the reference kernel
+    /// (the path they took before): `cargo test --release -p pjc-host --lib
+    /// -- --ignored integer_convolution_speed --nocapture`.
+    #[test]
+    #[ignore]
+    fn integer_convolution_speed() {
+        let case = Case { padding: &[(1, 1), (1, 1)], ..c("b01f_01io->b01f", &[8, 32, 32, 64], &[3, 3, 64, 64]) };
+        let mut seed = 1;
+        for (d, od) in [(DType::I8, DType::I32), (DType::I32, DType::I32), (DType::I64, DType::I64), (DType::F32, DType::F32)] {
+            let (x, k) = (operand(d, case.x, &mut seed), operand(d, case.k, &mut seed));
+            let dims = pjc_tensor::parse_conv_dims(case.dims, 4).unwrap();
+            let t0 = std::time::Instant::now();
+            let want = pjc_tensor::convolution(&x, &k, &dims, &[], case.padding, &[], &[], 1, 1, od).unwrap();
+            let reference = t0.elapsed().as_secs_f64();
+            let out = TensorType::new(od, want.shape.iter().map(|&s| s as u64).collect());
+            let ins = [x, k];
+            let _ = try_conv(&inst(&case), &ins, &out, 2, None);
+            let t0 = std::time::Instant::now();
+            let got = try_conv(&inst(&case), &ins, &out, 2, None).unwrap();
+            let gemm = t0.elapsed().as_secs_f64();
+            close(&want, &got, Tolerance::EXACT).unwrap();
+            let gop = 2.0 * (8 * 32 * 32 * 64 * 9 * 64) as f64 / 1e9;
+            eprintln!("{d} -> {od}: reference {:.1} ms ({:.2} Gop/s), im2col + GEMM {:.1} ms ({:.1} Gop/s)", reference * 1e3, gop / reference, gemm * 1e3, gop / gemm);
+        }
+    }
+
+    #[test]
+    fn pred_and_malformed_convolutions_are_left_to_the_reference() {
         let case = c("b0f_0io->b0f", &[1, 3, 1], &[2, 1, 1]);
-        let x = Tensor::new(vec![1, 3, 1], Buf::I32(vec![1, 2, 3]));
-        let k = Tensor::new(vec![2, 1, 1], Buf::I32(vec![1, 1]));
-        assert!(try_conv(&inst(&case), &[x, k], &TensorType::new(DType::I32, vec![1, 2, 1]), 1, None).is_none());
+        let x = Tensor::new(vec![1, 3, 1], Buf::Pred(vec![true, false, true]));
+        let k = Tensor::new(vec![2, 1, 1], Buf::Pred(vec![true, true]));
+        assert!(try_conv(&inst(&case), &[x, k], &TensorType::new(DType::Pred, vec![1, 2, 1]), 1, None).is_none());
         let x = Tensor::new(vec![1, 3, 1], Buf::F32(vec![1.0, 2.0, 3.0]));
         let k = Tensor::new(vec![5, 1, 1], Buf::F32(vec![1.0; 5]));
         assert!(try_conv(&inst(&case), &[x, k], &TensorType::new(DType::F32, vec![1, 1, 1]), 1, None).is_none());

@@ -20,6 +20,7 @@ pub mod conv;
 pub mod cpulevel;
 pub mod device;
 pub mod gemm;
+pub mod intgemm;
 pub mod scatter;
 
 use pjc_plan::{BufferKind, Plan, Step};
