@@ -27,7 +27,7 @@ const PATCH_BLOCK: usize = 128 << 10;
 
 /// `convolution` as im2col + GEMM, or `None` for `pred` operands and for a
 /// step the reference kernel must reject (it then says why).
-pub fn try_conv(inst: &InstData, ins: &[Tensor], out: &TensorType, threads: usize, blas: Option<&crate::blas::Blas>) -> Option<Tensor> {
+pub fn try_conv<'t>(inst: &InstData, ins: &'t [Tensor], out: &TensorType, threads: usize, blas: Option<&crate::blas::Blas>) -> Option<Tensor> {
     if inst.op != Opcode::Convolution || ins.len() != 2 {
         return None;
     }
@@ -83,14 +83,16 @@ pub fn try_conv(inst: &InstData, ins: &[Tensor], out: &TensorType, threads: usiz
     pk.push(dims.kernel_output_feature);
     let wide = d == DType::F64 || out.dtype == DType::F64;
     let ct = if wide { DType::F64 } else { DType::F32 };
-    fn canon<'t>(t: &'t Tensor, perm: &[usize], ct: DType) -> Option<Cow<'t, Tensor>> {
+    let canon = |t: &'t Tensor, perm: &[usize], ct: DType| -> Option<Cow<'t, Tensor>> {
         let t = if perm.iter().enumerate().all(|(i, &p)| i == p) { Cow::Borrowed(t) } else { Cow::Owned(pjc_tensor::transpose(t, perm).ok()?) };
         if t.dtype() == ct {
             Some(t)
+        } else if let Some(w) = crate::gemm::widen(&t, ct, threads) {
+            Some(Cow::Owned(w))
         } else {
             pjc_tensor::convert(&t, ct).ok().map(Cow::Owned)
         }
-    }
+    };
     let mut canon_out: Vec<usize> = vec![g.out_batch];
     canon_out.extend(&g.out_sp);
     canon_out.push(g.cout);
@@ -124,7 +126,7 @@ pub fn try_conv(inst: &InstData, ins: &[Tensor], out: &TensorType, threads: usiz
     if result.dtype() == out.dtype {
         Some(result)
     } else {
-        pjc_tensor::convert(&result, out.dtype).ok()
+        crate::gemm::narrow(result, out.dtype, threads)
     }
 }
 

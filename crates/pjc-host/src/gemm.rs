@@ -356,6 +356,60 @@ pub fn dot_in_place(inst: &InstData, types: [&TensorType; 3], ins: [&[u8]; 2], o
     true
 }
 
+/// Elements per conversion task (on one thread each).
+const CONVERT_BLOCK: usize = 1 << 16;
+
+/// A bf16, f16 or f32 tensor widened to f32 (`ct`), exactly and at memory
+/// speed (the slice conversions of the `half` crate: a shift for bf16, F16C
+/// for f16 where the CPU has it), in blocks on `threads` threads; `None` for
+/// any other conversion (the reference `convert` takes it).
+pub(crate) fn widen(t: &Tensor, ct: DType, threads: usize) -> Option<Tensor> {
+    use half::slice::HalfFloatSliceExt;
+    if ct != DType::F32 {
+        return None;
+    }
+    let n: usize = t.shape.iter().product();
+    let mut v = vec![0f32; n];
+    match &t.data {
+        Buf::BF16(x) => blocks(&mut v, threads, |i, o| x[i..i + o.len()].convert_to_f32_slice(o)),
+        Buf::F16(x) => blocks(&mut v, threads, |i, o| x[i..i + o.len()].convert_to_f32_slice(o)),
+        _ => return None,
+    }
+    Some(Tensor::new(t.shape.clone(), Buf::F32(v)))
+}
+
+/// An f32 result rounded once to `d` (to nearest even, as `convert` rounds);
+/// the reference `convert` for other dtypes.
+pub(crate) fn narrow(t: Tensor, d: DType, threads: usize) -> Option<Tensor> {
+    use half::{bf16, f16, slice::HalfFloatSliceExt};
+    let Buf::F32(x) = &t.data else {
+        return pjc_tensor::convert(&t, d).ok();
+    };
+    let data = match d {
+        DType::BF16 => {
+            let mut v = vec![bf16::ZERO; x.len()];
+            blocks(&mut v, threads, |i, o| o.convert_from_f32_slice(&x[i..i + o.len()]));
+            Buf::BF16(v)
+        }
+        DType::F16 => {
+            let mut v = vec![f16::ZERO; x.len()];
+            blocks(&mut v, threads, |i, o| o.convert_from_f32_slice(&x[i..i + o.len()]));
+            Buf::F16(v)
+        }
+        _ => return pjc_tensor::convert(&t, d).ok(),
+    };
+    Some(Tensor::new(t.shape, data))
+}
+
+/// `f(offset, block)` over blocks of `out`, in parallel when it is large.
+fn blocks<T: Send>(out: &mut [T], threads: usize, f: impl Fn(usize, &mut [T]) + Sync) {
+    use rayon::prelude::*;
+    match pool(threads).filter(|_| threads > 1 && out.len() > CONVERT_BLOCK) {
+        Some(p) => p.install(|| out.par_chunks_mut(CONVERT_BLOCK).enumerate().for_each(|(b, o)| f(b * CONVERT_BLOCK, o))),
+        None => out.chunks_mut(CONVERT_BLOCK).enumerate().for_each(|(b, o)| f(b * CONVERT_BLOCK, o)),
+    }
+}
+
 /// The batched product of integer operands: wrapping i64 multiply-adds
 /// (exact modulo 2^64, so wrapping the sum to the result's width gives the
 /// spec's result), rows in parallel.
@@ -421,24 +475,26 @@ pub fn dot_with(inst: &InstData, ins: &[Tensor], out: &TensorType, threads: usiz
             None => Some(Cow::Borrowed(t)),
         }
     }
-    fn cast(t: Cow<'_, Tensor>, ct: DType) -> Option<Cow<'_, Tensor>> {
+    fn cast(t: Cow<'_, Tensor>, ct: DType, threads: usize) -> Option<Cow<'_, Tensor>> {
         if t.dtype() == ct {
-            Some(t)
-        } else {
-            pjc_tensor::convert(&t, ct).ok().map(Cow::Owned)
+            return Some(t);
+        }
+        match widen(&t, ct, threads) {
+            Some(w) => Some(Cow::Owned(w)),
+            None => pjc_tensor::convert(&t, ct).ok().map(Cow::Owned),
         }
     }
     let d = a.dtype();
     let data = if d.is_float() && out.dtype.is_float() {
         let wide = d == DType::F64 || out.dtype == DType::F64;
         let ct = if wide { DType::F64 } else { DType::F32 };
-        let (x, y) = (cast(ordered(a, &l.lhs)?, ct)?, cast(ordered(b, &l.rhs)?, ct)?);
+        let (x, y) = (cast(ordered(a, &l.lhs)?, ct, threads)?, cast(ordered(b, &l.rhs)?, ct, threads)?);
         let r = match (&x.data, &y.data) {
             (Buf::F32(x), Buf::F32(y)) => Tensor::new(shape.clone(), Buf::F32(gemm_batched(&l, x, y, 1.0f32, threads, blas))),
             (Buf::F64(x), Buf::F64(y)) => Tensor::new(shape.clone(), Buf::F64(gemm_batched(&l, x, y, 1.0f64, threads, blas))),
             _ => return None,
         };
-        return if r.dtype() == out.dtype { Some(r) } else { pjc_tensor::convert(&r, out.dtype).ok() };
+        return if r.dtype() == out.dtype { Some(r) } else { narrow(r, out.dtype, threads) };
     } else if d.is_int() && out.dtype.is_int() {
         let ints = |t: Cow<'_, Tensor>| -> Option<Vec<i64>> {
             match t.data.lanes() {
