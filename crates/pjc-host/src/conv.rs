@@ -396,7 +396,7 @@ fn im2col_gemm<T: Elem>(g: &ConvGeometry, x: &[T], w: &[T], threads: usize, blas
         }
     };
     let mut out = vec![T::default(); rows * g.cout];
-    match crate::gemm::pool(threads).filter(|_| threads > 1 && rows > block) {
+    match crate::pool::pool(threads).filter(|_| threads > 1 && rows > block) {
         Some(p) => p.install(|| {
             out.par_chunks_mut(block * g.cout).enumerate().for_each_init(Vec::new, |patch, (bi, o)| task(bi * block, o, patch))
         }),

@@ -7,6 +7,7 @@
 //! integers through a wrapping i64 product. [`strided_calls`] is the narrower
 //! view the CUDA backend hands to cuBLAS.
 
+use crate::pool::pool;
 use pjc_ir::{DType, InstData, Opcode, TensorType};
 use pjc_tensor::{collapse, Buf, Tensor};
 use std::borrow::Cow;
@@ -176,20 +177,6 @@ impl DotLayout {
     }
 }
 
-/// A thread pool of `threads` threads, built once per process and thread
-/// count (the global pool has one thread per core, more than a rank's share
-/// when several ranks share a machine).
-pub(crate) fn pool(threads: usize) -> Option<&'static rayon::ThreadPool> {
-    static POOLS: std::sync::Mutex<Vec<(usize, &'static rayon::ThreadPool)>> = std::sync::Mutex::new(Vec::new());
-    let mut pools = POOLS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(&(_, p)) = pools.iter().find(|(t, _)| *t == threads) {
-        return Some(p);
-    }
-    let p: &'static rayon::ThreadPool = Box::leak(Box::new(rayon::ThreadPoolBuilder::new().num_threads(threads).build().ok()?));
-    pools.push((threads, p));
-    Some(p)
-}
-
 /// Products with fewer multiply-adds than this run on one thread.
 const PARALLEL_WORK: usize = 1 << 15;
 
@@ -356,6 +343,29 @@ pub fn dot_in_place(inst: &InstData, types: [&TensorType; 3], ins: [&[u8]; 2], o
     true
 }
 
+/// Products with fewer multiply-adds than this skip the AMX tiles (packing
+/// both operands costs more than it saves).
+const AMX_WORK: usize = 1 << 20;
+
+/// A bf16 product (f32 accumulation) on AMX tiles, batch by batch, or `None`
+/// when the CPU has none, the product is small, or an operand element is too
+/// small for the tiles (`amx.rs`).
+fn amx_batched(l: &DotLayout, x: &Tensor, y: &Tensor, ct: DType, threads: usize) -> Option<Vec<f32>> {
+    let (Buf::BF16(xv), Buf::BF16(yv)) = (&x.data, &y.data) else { return None };
+    let (m, n, k) = (l.m, l.n, l.k);
+    if ct != DType::F32 || m * n * k < AMX_WORK || !crate::amx::available() {
+        return None;
+    }
+    let mut dst = vec![0f32; l.batches() * m * n];
+    for (i, out) in dst.chunks_mut(m * n).enumerate() {
+        let (ox, oy) = l.offsets(i);
+        if !crate::amx::bf16_product(m, n, k, &xv[ox..], l.lhs.rs, l.lhs.cs, &yv[oy..], l.rhs.rs, l.rhs.cs, out, threads) {
+            return None;
+        }
+    }
+    Some(dst)
+}
+
 /// Elements per conversion task (on one thread each).
 const CONVERT_BLOCK: usize = 1 << 16;
 
@@ -488,7 +498,12 @@ pub fn dot_with(inst: &InstData, ins: &[Tensor], out: &TensorType, threads: usiz
     let data = if d.is_float() && out.dtype.is_float() {
         let wide = d == DType::F64 || out.dtype == DType::F64;
         let ct = if wide { DType::F64 } else { DType::F32 };
-        let (x, y) = (cast(ordered(a, &l.lhs)?, ct, threads)?, cast(ordered(b, &l.rhs)?, ct, threads)?);
+        let (x, y) = (ordered(a, &l.lhs)?, ordered(b, &l.rhs)?);
+        if let Some(r) = amx_batched(&l, &x, &y, ct, threads) {
+            let r = Tensor::new(shape.clone(), Buf::F32(r));
+            return if r.dtype() == out.dtype { Some(r) } else { narrow(r, out.dtype, threads) };
+        }
+        let (x, y) = (cast(x, ct, threads)?, cast(y, ct, threads)?);
         let r = match (&x.data, &y.data) {
             (Buf::F32(x), Buf::F32(y)) => Tensor::new(shape.clone(), Buf::F32(gemm_batched(&l, x, y, 1.0f32, threads, blas))),
             (Buf::F64(x), Buf::F64(y)) => Tensor::new(shape.clone(), Buf::F64(gemm_batched(&l, x, y, 1.0f64, threads, blas))),
@@ -657,6 +672,51 @@ mod tests {
         let t = TensorType::new(DType::BF16, vec![2, 2]);
         let bytes = [0u8; 8];
         assert!(!dot_in_place(&dot_inst(&[], &[], &[1], &[0]), [&t, &t, &t], [&bytes, &bytes], &mut [0u8; 8], 1));
+    }
+
+    #[test]
+    fn large_bf16_products_take_the_amx_tiles_like_the_reference() {
+        // Above AMX_WORK, on a CPU with AMX-BF16 (elsewhere the f32 path: the
+        // same results). Halves in [-4, 4]: exact sums, so bit for bit.
+        let cases: &[Case] = &[
+            (&[2, 130, 300], &[300, 70], &[], &[], &[2], &[0]),                 // 3-D x 2-D, edges of every tile
+            (&[130, 300], &[70, 300], &[], &[], &[1], &[1]),                    // rhs transposed
+            (&[2, 160, 4, 64], &[2, 160, 4, 64], &[0, 2], &[0, 2], &[3], &[3]), // attention scores
+            (&[256, 512], &[512, 256], &[], &[], &[1], &[0]),                   // whole tiles, in place
+        ];
+        let mut seed = 13;
+        for &(sa, sb, lb, rb, lc, rc) in cases {
+            let us = |v: &[i64]| v.iter().map(|&x| x as usize).collect::<Vec<_>>();
+            let l = dot_layout(sa, sb, &us(lb), &us(rb), &us(lc), &us(rc)).unwrap();
+            assert!(l.m * l.n * l.k >= AMX_WORK, "{sa:?} x {sb:?} is below the AMX threshold");
+            let (a, b) = (operand(DType::BF16, sa, &mut seed), operand(DType::BF16, sb, &mut seed));
+            if crate::amx::available() && l.lhs.transpose.is_none() && l.rhs.transpose.is_none() {
+                assert!(amx_batched(&l, &a, &b, DType::F32, 2).is_some(), "{sa:?} x {sb:?} not on the tiles");
+            }
+            for od in [DType::F32, DType::BF16] {
+                let want = pjc_tensor::dot_general(&a, &b, &us(lb), &us(rb), &us(lc), &us(rc), od).unwrap();
+                let out = TensorType::new(od, want.shape.iter().map(|&x| x as u64).collect());
+                for threads in [1, 2] {
+                    let got = dot_with(&dot_inst(lb, rb, lc, rc), &[a.clone(), b.clone()], &out, threads, None).unwrap();
+                    close(&want, &got, Tolerance::EXACT).unwrap_or_else(|e| panic!("{sa:?} x {sb:?} (bf16 -> {od}, {threads} threads): {e}"));
+                }
+            }
+        }
+        // Real values with long sums: within the spec's tolerance.
+        let mut s = 17u64;
+        let v: Vec<f64> = (0..300 * 2000)
+            .map(|_| {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1);
+                ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+            })
+            .collect();
+        let a = Tensor::new(vec![300, 2000], Buf::from_f64(DType::BF16, &v));
+        let b = Tensor::new(vec![2000, 300], Buf::from_f64(DType::BF16, &v));
+        for od in [DType::F32, DType::BF16] {
+            let want = pjc_tensor::dot_general(&a, &b, &[], &[], &[1], &[0], od).unwrap();
+            let got = dot_with(&dot_inst(&[], &[], &[1], &[0]), &[a.clone(), b.clone()], &TensorType::new(od, vec![300, 300]), 2, None).unwrap();
+            close(&want, &got, Tolerance::spec(od)).unwrap_or_else(|e| panic!("bf16 -> {od}: {e}"));
+        }
     }
 
     #[test]

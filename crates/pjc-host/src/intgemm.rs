@@ -183,7 +183,7 @@ pub fn product<T: Lane>(m: usize, n: usize, k: usize, a: &[T], ars: usize, b: &[
     let mb = 64;
     // SAFETY: the assertion bounds every index; blocks write disjoint rows.
     let run = |(bi, out): (usize, &mut [T])| unsafe { T::matmul(out.len() / n, n, k, out.as_mut_ptr(), n, a.as_ptr().add(bi * mb * ars), ars, b.as_ptr(), brs) };
-    match crate::gemm::pool(threads).filter(|_| threads > 1 && m > mb && m * n * k >= 1 << 15) {
+    match crate::pool::pool(threads).filter(|_| threads > 1 && m > mb && m * n * k >= 1 << 15) {
         Some(p) => p.install(|| dst.par_chunks_mut(mb * n).enumerate().for_each(run)),
         None => dst.chunks_mut(mb * n).enumerate().for_each(run),
     }

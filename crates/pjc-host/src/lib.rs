@@ -15,12 +15,14 @@
 //! - [`PtxKernel`]: how a GPU runtime launches one generated PTX kernel (data
 //!   only: the code generator fills it in, the runtime reads it).
 
+pub mod amx;
 pub mod blas;
 pub mod conv;
 pub mod cpulevel;
 pub mod device;
 pub mod gemm;
 pub mod intgemm;
+mod pool;
 pub mod scatter;
 
 use pjc_plan::{BufferKind, Plan, Step};
