@@ -30,6 +30,12 @@ pub struct Options {
     pub machine: Machine,
     /// Bytes per device (`--memory-limit`).
     pub memory_limit: u64,
+    /// How much peak memory counts beside step time (`--memory-weight`):
+    /// the objective is `time + w · (T₀/M₀) · peak`, with T₀ and M₀ the
+    /// all-replicated plan's step time and peak, so a plan that cuts the
+    /// peak by a fraction f may cost w·f·T₀ more time (the first-order
+    /// trade of time × memory). 0: time alone, memory only bounded.
+    pub memory_weight: f64,
     /// How long the search may take in all.
     pub time_limit: Duration,
     /// Search the runner-up (one more ILP per axis): for `explain`'s report,
@@ -125,6 +131,8 @@ pub struct Report {
     pub solves: Vec<solve::AxisOutcome>,
     pub optimal: bool,
     pub seconds: f64,
+    /// Where the time went: (phase, seconds).
+    pub phases: Vec<(String, f64)>,
 }
 
 /// The estimate of assignment `assign`.
@@ -150,6 +158,12 @@ pub fn evaluate(p: &Problem, m: &Machine, assign: &Assign) -> Estimate {
         for x in at.iter_mut().take(end + 1).skip(b) {
             *x += bytes;
         }
+    }
+    // The partitioner's temporaries: each resharded operand where it is read.
+    for ed in &p.edges {
+        let src = p.tensor_axes(ed.producer, ed.ptensor, &assign[ed.producer]);
+        let dst = p.tensor_axes(ed.consumer, ed.tensor, &assign[ed.consumer]);
+        at[p.at[ed.consumer]] += p.reshard_temp(ed.consumer, ed.tensor, &src, &dst);
     }
     e.peak = at.iter().copied().fold(0.0, f64::max);
     e
@@ -185,6 +199,7 @@ pub fn auto_shard(m: &mut Module, entry: FuncId, opts: &Options) -> Report {
         solves: vec![],
         optimal: true,
         seconds: 0.0,
+        phases: vec![],
     };
     if mesh.device_count() <= 1 {
         report.fallback = Some("the mesh has one device: nothing to split".into());
@@ -199,6 +214,7 @@ pub fn auto_shard(m: &mut Module, entry: FuncId, opts: &Options) -> Report {
     };
     let p = Problem::new(inlined, mesh.clone());
     report.nodes = p.nodes.len();
+    report.phases.push(("inline and build the problem".into(), t0.elapsed().as_secs_f64()));
     let machine = &opts.machine;
     let mut assign: Assign = p
         .nodes
@@ -208,6 +224,15 @@ pub fn auto_shard(m: &mut Module, entry: FuncId, opts: &Options) -> Report {
     report.baseline = evaluate(&p, machine, &assign);
     let deadline = t0 + opts.time_limit;
     let limit = opts.memory_limit as f64;
+    let mem_price = if report.baseline.peak > 0.0 {
+        opts.memory_weight.max(0.0) * report.baseline.step() / report.baseline.peak
+    } else {
+        0.0
+    };
+    let note = |report: &mut Report, what: String, o: &solve::AxisOutcome| {
+        report.phases.push((format!("{what}: strategies, costs, followers"), o.build_s));
+        report.phases.push((format!("{what}: ILP ({} decisions, {} variables)", o.decisions, o.variables), o.solve_s));
+    };
     // Block coordinate descent over the axes: each axis re-solved exactly
     // with the others fixed, until a round changes nothing (at least 2, so
     // that the real memory limit is met, at most 3).
@@ -225,8 +250,11 @@ pub fn auto_shard(m: &mut Module, entry: FuncId, opts: &Options) -> Report {
             } else {
                 1.0
             };
-            match solve::solve_axis(&p, machine, &mut assign, a, limit * later, deadline, false) {
-                Ok(o) => outcomes.push(o),
+            match solve::solve_axis(&p, machine, &mut assign, a, limit * later, mem_price, true, deadline, false) {
+                Ok(o) => {
+                    note(&mut report, format!("round {}, axis {}", round + 1, mesh.axes[a].name), &o);
+                    outcomes.push(o)
+                }
                 // After the first round the plan is whole and within the
                 // limit (the last axis met the real one): a later round
                 // that fails (the time limit) keeps it.
@@ -262,7 +290,8 @@ pub fn auto_shard(m: &mut Module, entry: FuncId, opts: &Options) -> Report {
     }
     for a in (0..axes).filter(|_| opts.runner_up) {
         let mut alt = assign.clone();
-        if let Ok(o) = solve::solve_axis(&p, machine, &mut alt, a, limit, deadline, true) {
+        if let Ok(o) = solve::solve_axis(&p, machine, &mut alt, a, limit, mem_price, true, deadline, true) {
+            note(&mut report, format!("runner-up, axis {}", mesh.axes[a].name), &o);
             if let Some(Err(e)) = &o.runner_up {
                 report.runner_up_failed = Some(format!("not found: {e} (axis {})", mesh.axes[a].name));
             }
@@ -458,7 +487,7 @@ impl Report {
         let solves: Vec<String> = self
             .solves
             .iter()
-            .map(|o| format!("{} variables, {} constraints", o.variables, o.constraints))
+            .map(|o| format!("{} decisions, {} variables, {} constraints", o.decisions, o.variables, o.constraints))
             .collect();
         let _ = writeln!(
             out,

@@ -24,7 +24,10 @@
 //!
 //! Memory per device is every value's per-device bytes while it is live
 //! (from its definition to its last use; parameters and results for the
-//! whole step), which the solver bounds at sampled program points.
+//! whole step), plus the partitioner's temporaries: an operand a collective
+//! reshards (a gathered weight, an all-to-all's result) is a buffer of the
+//! consumer's split live where the consumer reads it. The solver bounds and
+//! prices it at sampled program points.
 
 use pjc_dialects::{CollectiveKind, FactorKind, Opcode, ShardingRule};
 use pjc_ir::{DimSharding, Function, Inst, Mesh, Sharding, TensorType, Value, ValueDef};
@@ -113,6 +116,11 @@ pub struct Problem {
     pub fixed: HashMap<(usize, usize), Sharding>,
     /// Number of instruction positions (the body's length).
     pub positions: usize,
+    /// Where each node reads its operands: an instruction's body position;
+    /// the end of the step (`positions`) for a result and for a parameter
+    /// (its carried value arrives for the next step). A resharded operand is
+    /// a temporary live there.
+    pub at: Vec<usize>,
 }
 
 /// Axes (mesh indices) split over each factor of each node: the assignment.
@@ -214,6 +222,13 @@ impl Problem {
             }
         }
         let positions = f.body.len();
+        let at = nodes
+            .iter()
+            .map(|n| match n.kind {
+                NodeKind::Inst(i) => f.body.iter().position(|&x| x == i).unwrap_or(positions),
+                NodeKind::Param(_) | NodeKind::Result(_) => positions,
+            })
+            .collect();
         // Values the entry returns live to the end; parameters from the start.
         for &v in &f.ret {
             last_use.insert(v, positions);
@@ -235,6 +250,7 @@ impl Problem {
             live,
             fixed,
             positions,
+            at,
         }
     }
 
@@ -365,6 +381,22 @@ impl Problem {
             }
         }
         (time, sent)
+    }
+
+    /// Per-device bytes of the temporary a consumer holds when its operand
+    /// (tensor `t` of node `c`, needed split `dst`) arrives by a collective
+    /// from the producer's split `src`: the operand at the consumer's split,
+    /// live where the consumer reads it (`at`); none where no collective
+    /// moves it (the same split, or a local slice).
+    pub fn reshard_temp(&self, c: usize, t: usize, src: &[Vec<usize>], dst: &[Vec<usize>]) -> f64 {
+        let dim_of = |axes: &[Vec<usize>], a: usize| axes.iter().position(|d| d.contains(&a));
+        let moved = (0..self.mesh.axes.len())
+            .any(|a| matches!((dim_of(src, a), dim_of(dst, a)), (Some(x), y) if y != Some(x)));
+        if moved {
+            self.local_bytes(c, t, dst)
+        } else {
+            0.0
+        }
     }
 
     /// The sharding of the mesh-axis lists `axes` (axes in mesh order).

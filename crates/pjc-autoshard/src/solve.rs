@@ -34,6 +34,12 @@ pub struct AxisOutcome {
     pub objective: f64,
     pub variables: usize,
     pub constraints: usize,
+    /// Nodes with a choice of their own after the follower reduction.
+    pub decisions: usize,
+    /// Seconds building the problem (strategies, cost matrices, followers)
+    /// and in the solver.
+    pub build_s: f64,
+    pub solve_s: f64,
     /// The best plan with some parameter placed differently on this axis:
     /// its objective and the parameters that changed (node, strategy).
     /// `Err` where that search failed (the time limit passed).
@@ -103,24 +109,204 @@ pub fn memory_points(p: &Problem) -> Vec<usize> {
     pts
 }
 
+/// The follower reduction (XLA's auto-sharding does the same): an
+/// instruction whose whole iteration space is one operand's dimensions — an
+/// elementwise op, a reduction, a transpose — takes that operand's split for
+/// axis `a` instead of a choice of its own, so a chain of them is one
+/// decision. Returns, per node, the node it follows transitively (its root;
+/// itself for a root) and, per strategy of the root, the node's strategy.
+///
+/// The operand followed is the one whose producer offers the most distinct
+/// strategies of the follower, then the largest. A node follows only if
+/// every split of that operand maps to one of its own strategies (its
+/// dimension's major factor, or none: a gather), so the reduced problem's
+/// plans are plans of the full one; it gives up re-splitting between a
+/// value and its follower, a move that costs the same before or after an
+/// op that keeps the shape.
+pub fn followers(
+    p: &Problem,
+    assign: &Assign,
+    a: usize,
+    strat: &[Vec<Strategy>],
+    inputs: &[Vec<usize>],
+) -> (Vec<usize>, Vec<Vec<usize>>) {
+    let n_nodes = p.nodes.len();
+    let mut root: Vec<usize> = (0..n_nodes).collect();
+    let mut rmap: Vec<Vec<usize>> = strat.iter().map(|s| (0..s.len()).collect()).collect();
+    for n in 0..n_nodes {
+        let node = &p.nodes[n];
+        if !matches!(node.kind, crate::model::NodeKind::Inst(_)) || node.opaque || strat[n].len() < 2 {
+            continue;
+        }
+        let Some(none) = strat[n].iter().position(|s| s.is_none()) else {
+            continue;
+        };
+        // (distinct strategies reached, bytes, producer, map producer strategy -> n's)
+        let mut best: Option<(usize, u64, usize, Vec<usize>)> = None;
+        for &k in &inputs[n] {
+            let e = &p.edges[k];
+            let t = e.tensor;
+            let dims = &node.rule.dims[t];
+            let covers = (0..node.rule.kinds.len()).all(|f| dims.iter().any(|fs| fs.contains(&f)));
+            if !covers || e.producer >= n {
+                continue;
+            }
+            let local: Option<Vec<usize>> = strat[e.producer]
+                .iter()
+                .map(|&sp| {
+                    let src = p.tensor_axes(e.producer, e.ptensor, &with(assign, e.producer, a, sp));
+                    match src.iter().position(|d| d.contains(&a)) {
+                        None => Some(none),
+                        Some(d) => {
+                            let f = dims.get(d)?.first().copied();
+                            Some(strat[n].iter().position(|s| *s == f && f.is_some()).unwrap_or(none))
+                        }
+                    }
+                })
+                .collect();
+            let Some(local) = local else { continue };
+            let mut seen = local.clone();
+            seen.sort_unstable();
+            seen.dedup();
+            let bytes = p.tensor_type(n, t).bytes();
+            let better = best
+                .as_ref()
+                .is_none_or(|(c, b, _, _)| (seen.len(), bytes) > (*c, *b));
+            if better {
+                best = Some((seen.len(), bytes, e.producer, local));
+            }
+        }
+        if let Some((reached, _, q, local)) = best {
+            // A producer with one strategy fixes the follower: keep the
+            // node free unless it has nothing else to choose.
+            if reached < 2 && strat[n].len() > 1 {
+                continue;
+            }
+            root[n] = root[q];
+            rmap[n] = rmap[q].iter().map(|&i| local[i]).collect();
+        }
+    }
+    (root, rmap)
+}
+
+/// Layer merging: roots whose neighbourhoods look alike — the same op,
+/// factor rule, strategies, other axes' splits and summed costs, refined
+/// over the roots they exchange values with (a Weisfeiler-Lehman hash, four
+/// rounds) — share one decision. The layers of a stack are such copies (but
+/// for the first and last few ops, whose neighbourhoods differ), so the
+/// problem grows with the distinct layers, not their number. It gives up
+/// choosing copies differently, which only a tight memory limit could want.
+/// Returns each root's representative (itself when it has no copy).
+fn tie_copies(
+    p: &Problem,
+    assign: &Assign,
+    strat: &[Vec<Strategy>],
+    node_cost: &[Vec<f64>],
+    root: &[usize],
+    rmap: &[Vec<usize>],
+) -> Vec<usize> {
+    use std::collections::hash_map::DefaultHasher;
+    use std::hash::{Hash, Hasher};
+    let n_nodes = p.nodes.len();
+    let mut gsum: Vec<Vec<f64>> = (0..n_nodes).map(|r| vec![0.0; strat[r].len()]).collect();
+    for n in 0..n_nodes {
+        for (s, &i) in rmap[n].iter().enumerate() {
+            gsum[root[n]][s] += node_cost[n][i];
+        }
+    }
+    let mut h: Vec<u64> = vec![0; n_nodes];
+    for r in (0..n_nodes).filter(|&r| root[r] == r) {
+        let node = &p.nodes[r];
+        let mut st = DefaultHasher::new();
+        match node.kind {
+            crate::model::NodeKind::Param(_) => 0u8.hash(&mut st),
+            crate::model::NodeKind::Inst(i) => p.f.insts[i].op.name().hash(&mut st),
+            crate::model::NodeKind::Result(k) => k.hash(&mut st),
+        }
+        format!("{:?}|{:?}|{:?}", node.rule, strat[r], assign[r]).hash(&mut st);
+        for t in 0..node.rule.dims.len() {
+            p.tensor_type(r, t).to_string().hash(&mut st);
+        }
+        for c in &gsum[r] {
+            c.to_bits().hash(&mut st);
+        }
+        // Written annotations and followers' count set a root apart.
+        p.fixed.keys().filter(|(m, _)| *m == r).count().hash(&mut st);
+        h[r] = st.finish();
+    }
+    for n in 0..n_nodes {
+        if root[n] != n {
+            let mut st = DefaultHasher::new();
+            (h[root[n]], 1u8).hash(&mut st);
+            h[root[n]] = st.finish();
+        }
+    }
+    let mut adj: Vec<Vec<(usize, u8, usize, usize)>> = vec![vec![]; n_nodes];
+    for e in &p.edges {
+        let (rp, rc) = (root[e.producer], root[e.consumer]);
+        if rp != rc {
+            adj[rc].push((rp, 0, e.tensor, e.ptensor));
+            adj[rp].push((rc, 1, e.tensor, e.ptensor));
+        }
+    }
+    for _ in 0..4 {
+        let mut next = h.clone();
+        for r in (0..n_nodes).filter(|&r| root[r] == r) {
+            let mut nb: Vec<(u64, u8, usize, usize)> =
+                adj[r].iter().map(|&(q, d, t, pt)| (h[q], d, t, pt)).collect();
+            nb.sort_unstable();
+            let mut st = DefaultHasher::new();
+            (h[r], nb).hash(&mut st);
+            next[r] = st.finish();
+        }
+        h = next;
+    }
+    let mut first: std::collections::HashMap<u64, usize> = Default::default();
+    (0..n_nodes)
+        .map(|r| {
+            if root[r] != r || strat[r].len() < 2 {
+                r
+            } else {
+                *first.entry(h[r]).or_insert(r)
+            }
+        })
+        .collect()
+}
+
+/// Whether `c[s][t]` is `u[s] + v[t]`.
+fn separable(c: &[Vec<f64>]) -> bool {
+    let tol = 1e-15 + 1e-9 * c.iter().flatten().fold(0.0f64, |m, &x| m.max(x.abs()));
+    (0..c.len()).all(|s| (0..c[0].len()).all(|t| (c[s][t] - c[s][0] - c[0][t] + c[0][0]).abs() <= tol))
+}
+
 /// Solves axis `a` given the others in `assign`, and writes its choice into
 /// `assign`. `Err` where no assignment fits the memory limit or the time
 /// limit passed before any was found.
+///
+/// `mem_price` (seconds per byte) prices the peak bytes per device in the
+/// objective beside the step time (memory as a secondary objective); 0
+/// minimises time alone. With `tie`, copies of a layer share a decision
+/// (`tie_copies`).
 ///
 /// With `runner_up`, `assign` is the chosen plan: its split of `a` is kept
 /// as the choice (not solved again) and one ILP finds the best plan with
 /// some parameter placed otherwise on `a` (`AxisOutcome::runner_up`; its
 /// `Err` there where that search failed, e.g. the time limit passed).
+#[allow(clippy::too_many_arguments)]
 pub fn solve_axis(
     p: &Problem,
     m: &Machine,
     assign: &mut Assign,
     a: usize,
     limit: f64,
+    mem_price: f64,
+    tie: bool,
     deadline: Instant,
     runner_up: bool,
 ) -> Result<AxisOutcome, String> {
-    let previous: Vec<Strategy> = (0..p.nodes.len())
+    let t_build = Instant::now();
+    let n_nodes = p.nodes.len();
+    let previous: Vec<Strategy> = (0..n_nodes)
         .map(|n| {
             let f = assign[n].iter().position(|axes| axes.contains(&a));
             if let Some(f) = f {
@@ -129,10 +315,8 @@ pub fn solve_axis(
             f
         })
         .collect();
-    let strat: Vec<Vec<Strategy>> = (0..p.nodes.len())
-        .map(|n| strategies(p, assign, n, a))
-        .collect();
-    let node_cost: Vec<Vec<f64>> = (0..p.nodes.len())
+    let strat: Vec<Vec<Strategy>> = (0..n_nodes).map(|n| strategies(p, assign, n, a)).collect();
+    let node_cost: Vec<Vec<f64>> = (0..n_nodes)
         .map(|n| {
             strat[n]
                 .iter()
@@ -153,100 +337,182 @@ pub fn solve_axis(
                 .collect()
         })
         .collect();
-    // Edge cost matrices (seconds), per edge.
-    let edge_cost: Vec<Vec<Vec<f64>>> = p
-        .edges
-        .iter()
-        .map(|e| {
-            strat[e.producer]
-                .iter()
-                .map(|&sp| {
-                    let src =
-                        p.tensor_axes(e.producer, e.ptensor, &with(assign, e.producer, a, sp));
-                    strat[e.consumer]
-                        .iter()
-                        .map(|&sc| {
-                            let dst = p.tensor_axes(
-                                e.consumer,
-                                e.tensor,
-                                &with(assign, e.consumer, a, sc),
-                            );
-                            p.reshard_cost(m, e.producer, e.ptensor, &src, &dst).0
-                        })
-                        .collect()
-                })
-                .collect()
-        })
-        .collect();
+    // Edge matrices (seconds of resharding; bytes of the consumer's
+    // temporary), per edge, in node strategies.
+    let mut edge_cost: Vec<Vec<Vec<f64>>> = Vec::with_capacity(p.edges.len());
+    let mut edge_temp: Vec<Vec<Vec<f64>>> = Vec::with_capacity(p.edges.len());
+    for e in &p.edges {
+        let dsts: Vec<Vec<Vec<usize>>> = strat[e.consumer]
+            .iter()
+            .map(|&sc| p.tensor_axes(e.consumer, e.tensor, &with(assign, e.consumer, a, sc)))
+            .collect();
+        let mut cost = vec![];
+        let mut temp = vec![];
+        for &sp in &strat[e.producer] {
+            let src = p.tensor_axes(e.producer, e.ptensor, &with(assign, e.producer, a, sp));
+            cost.push(dsts.iter().map(|dst| p.reshard_cost(m, e.producer, e.ptensor, &src, dst).0).collect());
+            temp.push(dsts.iter().map(|dst| p.reshard_temp(e.consumer, e.tensor, &src, dst)).collect());
+        }
+        edge_cost.push(cost);
+        edge_temp.push(temp);
+    }
+    let mut inputs: Vec<Vec<usize>> = vec![vec![]; n_nodes];
+    for (k, e) in p.edges.iter().enumerate() {
+        inputs[e.consumer].push(k);
+    }
+    let (mut root, rmap) = followers(p, assign, a, &strat, &inputs);
+    if tie {
+        let rep = tie_copies(p, assign, &strat, &node_cost, &root, &rmap);
+        for r in root.iter_mut() {
+            *r = rep[*r];
+        }
+    }
     let points = memory_points(p);
-    // Per point, per node, per strategy: the bytes of its live values.
-    let mut mem: Vec<Vec<Vec<f64>>> = vec![vec![]; points.len()];
-    for (k, &pt) in points.iter().enumerate() {
-        let mut per: Vec<Vec<f64>> = strat.iter().map(|s| vec![0.0; s.len()]).collect();
-        for &(v, b, e) in &p.live {
-            if b <= pt && pt <= e {
-                let (n, t) = p.def[&v];
-                for (i, &s) in strat[n].iter().enumerate() {
-                    per[n][i] += p.local_bytes(n, t, &p.tensor_axes(n, t, &with(assign, n, a, s)));
+    let point_of: std::collections::HashMap<usize, usize> =
+        points.iter().enumerate().map(|(k, &pt)| (pt, k)).collect();
+    let priced = limit.is_finite() || mem_price > 0.0;
+    // The reduced problem: one decision per root, over the root's strategies.
+    let width = |r: usize| strat[r].len();
+    let mut gcost: Vec<Vec<f64>> = (0..n_nodes)
+        .map(|r| if root[r] == r { vec![0.0; width(r)] } else { vec![] })
+        .collect();
+    for n in 0..n_nodes {
+        let r = root[n];
+        for s in 0..width(r) {
+            gcost[r][s] += node_cost[n][rmap[n][s]];
+        }
+    }
+    // Per memory point, per root, per root strategy: bytes.
+    let mut gmem: Vec<Vec<Vec<f64>>> = vec![gcost.iter().map(|c| vec![0.0; c.len()]).collect(); points.len()];
+    if priced {
+        for (k, &pt) in points.iter().enumerate() {
+            for &(v, b, e) in &p.live {
+                if b <= pt && pt <= e {
+                    let (n, t) = p.def[&v];
+                    let r = root[n];
+                    for s in 0..width(r) {
+                        let sn = strat[n][rmap[n][s]];
+                        gmem[k][r][s] += p.local_bytes(n, t, &p.tensor_axes(n, t, &with(assign, n, a, sn)));
+                    }
                 }
             }
         }
-        mem[k] = per;
     }
+    // Edges between roots, summed per (producer root, consumer root):
+    // resharding seconds and, per memory point, temporary bytes.
+    struct Between {
+        cost: Vec<Vec<f64>>,
+        temps: Vec<(usize, Vec<Vec<f64>>)>,
+    }
+    let mut between: std::collections::BTreeMap<(usize, usize), Between> = Default::default();
+    for (k, e) in p.edges.iter().enumerate() {
+        let (rp, rc) = (root[e.producer], root[e.consumer]);
+        let (mp, mc) = (&rmap[e.producer], &rmap[e.consumer]);
+        let point = if priced { point_of.get(&p.at[e.consumer]).copied() } else { None };
+        if rp == rc {
+            for s in 0..width(rp) {
+                gcost[rp][s] += edge_cost[k][mp[s]][mc[s]];
+                if let Some(q) = point {
+                    gmem[q][rp][s] += edge_temp[k][mp[s]][mc[s]];
+                }
+            }
+            continue;
+        }
+        let b = between.entry((rp, rc)).or_insert_with(|| Between {
+            cost: vec![vec![0.0; width(rc)]; width(rp)],
+            temps: vec![],
+        });
+        for s in 0..width(rp) {
+            for t in 0..width(rc) {
+                b.cost[s][t] += edge_cost[k][mp[s]][mc[t]];
+            }
+        }
+        if let Some(q) = point {
+            let tm: Vec<Vec<f64>> =
+                (0..width(rp)).map(|s| (0..width(rc)).map(|t| edge_temp[k][mp[s]][mc[t]]).collect()).collect();
+            if tm.iter().flatten().any(|&x| x != 0.0) {
+                match b.temps.iter_mut().find(|(pq, _)| *pq == q) {
+                    Some((_, acc)) => {
+                        for s in 0..width(rp) {
+                            for t in 0..width(rc) {
+                                acc[s][t] += tm[s][t];
+                            }
+                        }
+                    }
+                    None => b.temps.push((q, tm)),
+                }
+            }
+        }
+    }
+    let build_s = t_build.elapsed().as_secs_f64();
     let build = |cut: Option<&[(usize, usize)]>| {
         let mut vars = ProblemVariables::new();
         // Seconds are scaled to microseconds for the solver's tolerances.
         const SCALE: f64 = 1e6;
-        let x: Vec<Vec<Option<Variable>>> = strat
-            .iter()
-            .enumerate()
-            .map(|(n, ss)| {
-                if ss.len() == 1 {
+        let x: Vec<Vec<Option<Variable>>> = (0..n_nodes)
+            .map(|r| {
+                if root[r] != r || width(r) == 1 {
                     return vec![None];
                 }
-                ss.iter()
-                    .map(|&s| {
-                        Some(vars.add(variable().binary().initial(if s == previous[n] {
-                            1.0
-                        } else {
-                            0.0
-                        })))
-                    })
+                strat[r]
+                    .iter()
+                    .map(|&s| Some(vars.add(variable().binary().initial(if s == previous[r] { 1.0 } else { 0.0 }))))
                     .collect()
             })
             .collect();
         let mut objective = Expression::from(0.0);
         let mut constraints: Vec<good_lp::Constraint> = vec![];
-        let term = |n: usize, i: usize| -> Expression {
-            match x[n][i] {
+        let term = |r: usize, i: usize| -> Expression {
+            match x[r][i] {
                 Some(v) => Expression::from(v),
                 None => Expression::from(1.0),
             }
         };
-        for n in 0..p.nodes.len() {
-            for (i, &c) in node_cost[n].iter().enumerate() {
+        let mut used: Vec<Expression> = (0..points.len()).map(|_| Expression::from(0.0)).collect();
+        for r in (0..n_nodes).filter(|&r| root[r] == r) {
+            for (i, &c) in gcost[r].iter().enumerate() {
                 if c != 0.0 {
-                    objective.add_mul(c * SCALE, term(n, i));
+                    objective.add_mul(c * SCALE, term(r, i));
                 }
             }
-            if strat[n].len() > 1 {
-                let sum: Expression = x[n].iter().map(|v| Expression::from(v.unwrap())).sum();
+            if width(r) > 1 {
+                let sum: Expression = x[r].iter().map(|v| Expression::from(v.unwrap())).sum();
                 constraints.push(constraint!(sum == 1.0));
             }
+            if priced {
+                for (k, u) in used.iter_mut().enumerate() {
+                    for (i, &b) in gmem[k][r].iter().enumerate() {
+                        if b != 0.0 {
+                            u.add_mul(b, term(r, i));
+                        }
+                    }
+                }
+            }
         }
-        for (e, c) in p.edges.iter().zip(&edge_cost) {
-            let (np, nc) = (strat[e.producer].len(), strat[e.consumer].len());
-            let separable = (0..np)
-                .all(|s| (0..nc).all(|t| (c[s][t] - c[s][0] - c[0][t] + c[0][0]).abs() <= 1e-15));
-            if separable {
+        for (&(rp, rc), b) in &between {
+            let (np, nc) = (width(rp), width(rc));
+            if separable(&b.cost) && b.temps.iter().all(|(_, t)| separable(t)) {
+                let c = &b.cost;
                 for s in 0..np {
                     if c[s][0] - c[0][0] != 0.0 {
-                        objective.add_mul((c[s][0] - c[0][0]) * SCALE, term(e.producer, s));
+                        objective.add_mul((c[s][0] - c[0][0]) * SCALE, term(rp, s));
                     }
                 }
                 for t in 0..nc {
                     if c[0][t] != 0.0 {
-                        objective.add_mul(c[0][t] * SCALE, term(e.consumer, t));
+                        objective.add_mul(c[0][t] * SCALE, term(rc, t));
+                    }
+                }
+                for (q, tm) in &b.temps {
+                    for s in 0..np {
+                        if tm[s][0] - tm[0][0] != 0.0 {
+                            used[*q].add_mul(tm[s][0] - tm[0][0], term(rp, s));
+                        }
+                    }
+                    for t in 0..nc {
+                        if tm[0][t] != 0.0 {
+                            used[*q].add_mul(tm[0][t], term(rc, t));
+                        }
                     }
                 }
                 continue;
@@ -255,49 +521,53 @@ pub fn solve_axis(
                 .map(|s| {
                     (0..nc)
                         .map(|t| {
-                            vars.add(variable().min(0.0).max(1.0).initial(
-                                if strat[e.producer][s] == previous[e.producer]
-                                    && strat[e.consumer][t] == previous[e.consumer]
-                                {
-                                    1.0
-                                } else {
-                                    0.0
-                                },
-                            ))
+                            let warm = strat[rp][s] == previous[rp] && strat[rc][t] == previous[rc];
+                            vars.add(variable().min(0.0).max(1.0).initial(if warm { 1.0 } else { 0.0 }))
                         })
                         .collect()
                 })
                 .collect();
             for s in 0..np {
                 for t in 0..nc {
-                    if c[s][t] != 0.0 {
-                        objective.add_mul(c[s][t] * SCALE, pair[s][t]);
+                    if b.cost[s][t] != 0.0 {
+                        objective.add_mul(b.cost[s][t] * SCALE, pair[s][t]);
                     }
-                }
-                let row: Expression = pair[s].iter().copied().map(Expression::from).sum();
-                constraints.push(constraint!(row == term(e.producer, s)));
-            }
-            for t in 0..nc {
-                let col: Expression = (0..np).map(|s| Expression::from(pair[s][t])).sum();
-                constraints.push(constraint!(col == term(e.consumer, t)));
-            }
-        }
-        if limit.is_finite() {
-            for per in &mem {
-                let mut used = Expression::from(0.0);
-                for n in 0..p.nodes.len() {
-                    for (i, &b) in per[n].iter().enumerate() {
-                        if b != 0.0 {
-                            used.add_mul(b, term(n, i));
+                    for (q, tm) in &b.temps {
+                        if tm[s][t] != 0.0 {
+                            used[*q].add_mul(tm[s][t], pair[s][t]);
                         }
                     }
                 }
-                constraints.push(constraint!(used <= limit));
+                let row: Expression = pair[s].iter().copied().map(Expression::from).sum();
+                constraints.push(constraint!(row == term(rp, s)));
+            }
+            for t in 0..nc {
+                let col: Expression = (0..np).map(|s| Expression::from(pair[s][t])).sum();
+                constraints.push(constraint!(col == term(rc, t)));
+            }
+        }
+        if priced {
+            // The peak: one variable over the sampled points, priced in the
+            // objective and bounded by the limit.
+            let peak = vars.add(variable().min(0.0));
+            if mem_price > 0.0 {
+                objective.add_mul(mem_price * SCALE, peak);
+            }
+            if limit.is_finite() {
+                constraints.push(constraint!(peak <= limit));
+            }
+            for u in used {
+                constraints.push(constraint!(u - peak <= 0.0));
             }
         }
         if let Some(cut) = cut {
-            let same: Expression = cut.iter().map(|&(n, i)| term(n, i)).sum();
-            constraints.push(constraint!(same <= cut.len() as f64 - 1.0));
+            // Over the decisions the parameters are (a tied copy is its
+            // representative's; parameters never follow).
+            let mut on: Vec<(usize, usize)> = cut.iter().map(|&(n, i)| (root[n], i)).collect();
+            on.sort_unstable();
+            on.dedup();
+            let same: Expression = on.iter().map(|&(r, i)| term(r, i)).sum();
+            constraints.push(constraint!(same <= on.len() as f64 - 1.0));
         }
         (vars, objective, constraints, x)
     };
@@ -329,7 +599,8 @@ pub fn solve_axis(
                 e => e.to_string(),
             })?;
             let optimal = matches!(sol.status(), SolutionStatus::Optimal);
-            let choice: Vec<usize> = x
+            // Each root's choice, then each follower's through its map.
+            let pick: Vec<usize> = x
                 .iter()
                 .map(|vs| {
                     let mut best = (0, f64::MIN);
@@ -342,21 +613,23 @@ pub fn solve_axis(
                     best.0
                 })
                 .collect();
+            let choice: Vec<usize> = (0..n_nodes).map(|n| rmap[n][pick[root[n]]]).collect();
             Ok((optimal, sol.eval(&objective) / 1e6, choice, nvars, ncons))
         };
     // The chosen plan's split of `a`, as strategy indices: the runner-up's
     // reference (a plan re-solved could tie differently).
     let kept: Option<Vec<usize>> = if runner_up {
-        (0..p.nodes.len())
+        (0..n_nodes)
             .map(|n| strat[n].iter().position(|s| *s == previous[n]))
             .collect()
     } else {
         None
     };
+    let t_solve = Instant::now();
     let solved = match kept {
         Some(choice) => {
             // Its objective, as the ILP would price it (node and edge terms).
-            let mut objective: f64 = (0..p.nodes.len()).map(|n| node_cost[n][choice[n]]).sum();
+            let mut objective: f64 = (0..n_nodes).map(|n| node_cost[n][choice[n]]).sum();
             for (k, e) in p.edges.iter().enumerate() {
                 objective += edge_cost[k][choice[e.producer]][choice[e.consumer]];
             }
@@ -376,7 +649,7 @@ pub fn solve_axis(
         }
     };
     let runner = if runner_up {
-        let params: Vec<(usize, usize)> = (0..p.nodes.len())
+        let params: Vec<(usize, usize)> = (0..n_nodes)
             .filter(|&n| {
                 matches!(p.nodes[n].kind, crate::model::NodeKind::Param(_)) && strat[n].len() > 1
             })
@@ -408,6 +681,9 @@ pub fn solve_axis(
         objective,
         variables,
         constraints,
+        decisions: (0..n_nodes).filter(|&r| root[r] == r && width(r) > 1).count(),
+        build_s,
+        solve_s: t_solve.elapsed().as_secs_f64(),
         runner_up: runner,
     })
 }

@@ -58,6 +58,7 @@ fn options(memory_limit: u64) -> Options {
             link: Link { gbps: 25.0, latency_us: 5.0 },
         },
         memory_limit,
+        memory_weight: 1.0,
         time_limit: Duration::from_secs(60),
         runner_up: true,
     }

@@ -25,6 +25,11 @@ pub struct AutoShardArgs {
     /// past it the best plan found is used, or none.
     #[arg(long, value_name = "S")]
     pub auto_shard_time: Option<f64>,
+    /// With --auto-shard: how much peak memory counts beside step time
+    /// (default 1: a plan may spend f of the all-replicated step time to cut
+    /// f of its peak; 0: time alone, memory only bounded by the limit).
+    #[arg(long, value_name = "W")]
+    pub memory_weight: Option<f64>,
 }
 
 /// Bytes from `N`, `NK`, `NM`, `NG`, `NT` (powers of 1024).
@@ -70,9 +75,10 @@ impl AutoShardArgs {
             if self.memory_limit.is_some()
                 || !self.axis_link.is_empty()
                 || self.auto_shard_time.is_some()
+                || self.memory_weight.is_some()
             {
                 return Err(Failure::Env(
-                    "--memory-limit, --axis-link and --auto-shard-time apply with --auto-shard"
+                    "--memory-limit, --axis-link, --auto-shard-time and --memory-weight apply with --auto-shard"
                         .into(),
                 ));
             }
@@ -113,6 +119,12 @@ impl AutoShardArgs {
                 "--auto-shard-time {seconds}: expected a positive number of seconds"
             )));
         }
+        let memory_weight = self.memory_weight.unwrap_or(1.0);
+        if !(memory_weight >= 0.0 && memory_weight.is_finite()) {
+            return Err(Failure::Env(format!(
+                "--memory-weight {memory_weight}: expected a number >= 0"
+            )));
+        }
         let link = pjc_autoshard::Link {
             gbps: machine.link_gbps,
             latency_us: machine.link_latency_us,
@@ -125,6 +137,7 @@ impl AutoShardArgs {
                 link,
             },
             memory_limit,
+            memory_weight,
             time_limit: std::time::Duration::from_secs_f64(seconds),
             runner_up: true,
         }))
