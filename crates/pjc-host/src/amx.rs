@@ -25,7 +25,7 @@ use std::sync::OnceLock;
 /// Contraction elements per tile (64 bytes of bf16 per tile row).
 const KT: usize = 32;
 /// Rows of the result per parallel task.
-const ROWS_PER_TASK: usize = 128;
+const ROWS_PER_TASK: usize = 256;
 /// The smallest exponent field (biased) of a nonzero operand element the
 /// tiles take: 2^(71-127) = 2^-56.
 const MIN_EXP: u16 = 71;
@@ -89,11 +89,19 @@ impl Config {
 struct Packed {
     /// kpad: the contraction rounded up to [`KT`].
     kp: usize,
-    /// The lhs: `mp` rows (m rounded up to 32) of `kp` elements.
+    /// The lhs: `mp` rows (m rounded up to 32) of `kp` elements; empty
+    /// when the tiles read the operand in place (its rows contiguous, whole
+    /// tiles of rows and of the contraction).
     a: Vec<u16>,
     /// The rhs: per block of 16 columns (n rounded up to 32), `kp / 2` pairs
     /// of 16 columns × 2 elements.
     b: Vec<u16>,
+}
+
+/// bf16 elements as their bits.
+fn bits(v: &[bf16]) -> &[u16] {
+    // SAFETY: bf16 is a transparent u16.
+    unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u16, v.len()) }
 }
 
 static SPARE: std::sync::Mutex<Vec<Vec<u16>>> = std::sync::Mutex::new(Vec::new());
@@ -131,18 +139,17 @@ fn pack(m: usize, n: usize, k: usize, a: &[bf16], ars: usize, acs: usize, b: &[b
         let v = x.to_bits();
         v & 0x7fff != 0 && (v >> 7) & 0xff < MIN_EXP
     };
+    let direct = acs == 1 && mp == m && kp == k;
     // Buffers kept from earlier products: fresh pages cost more to fault in
     // than the packing itself. Padding is written explicitly below.
-    let (mut pa, mut pb) = (spare(mp * kp), spare(np * kp));
-    let bits = |v: &[bf16]| -> &[u16] {
-        // SAFETY: bf16 is a transparent u16.
-        unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u16, v.len()) }
-    };
+    let (mut pa, mut pb) = (if direct { Vec::new() } else { spare(mp * kp) }, spare(np * kp));
     // Whether a run of elements holds one too small for the tiles (a
     // branch-free pass the compiler vectorises).
     // (0 < |x| < 2^-56 ⇔ 0 < x & 0x7fff < MIN_EXP << 7, as one unsigned
     // comparison after subtracting 1; a minimum the compiler vectorises.)
     let tiny_in = |v: &[u16]| v.iter().fold(u16::MAX, |t, &x| t.min((x & 0x7fff).wrapping_sub(1))) < (MIN_EXP << 7) - 1;
+    // In place: only the check, in blocks of rows.
+    let rows_a = |r0: usize| -> bool { (r0..m.min(r0 + 64)).all(|i| !tiny_in(bits(&a[i * ars..i * ars + k]))) };
     let row_a = |(i, row): (usize, &mut [u16])| -> bool {
         if i >= m {
             row.fill(0);
@@ -187,6 +194,17 @@ fn pack(m: usize, n: usize, k: usize, a: &[bf16], ars: usize, acs: usize, b: &[b
                 for jb in 0..cols.div_ceil(16) {
                     let w = 16.min(cols - jb * 16);
                     let out = &mut blk[jb * 16 * kp + q * 32..][..32];
+                    if let (16, Some(r1)) = (w, r1) {
+                        // A whole block: fixed widths, which the compiler
+                        // turns into vector unpacks.
+                        let (x0, x1): (&[u16; 16], &[u16; 16]) = (r0[jb * 16..][..16].try_into().unwrap(), r1[jb * 16..][..16].try_into().unwrap());
+                        let out: &mut [u16; 32] = out.try_into().unwrap();
+                        for j in 0..16 {
+                            out[2 * j] = x0[j];
+                            out[2 * j + 1] = x1[j];
+                        }
+                        continue;
+                    }
                     for j in 0..w {
                         out[2 * j] = r0[jb * 16 + j];
                     }
@@ -212,18 +230,24 @@ fn pack(m: usize, n: usize, k: usize, a: &[bf16], ars: usize, acs: usize, b: &[b
     };
     let ok = match crate::pool::pool(threads).filter(|_| threads > 1) {
         Some(pool) => pool.install(|| {
-            let oa = pa.par_chunks_mut(kp).enumerate().map(row_a).reduce(|| true, |x, y| x && y);
+            let oa = if direct {
+                (0..m.div_ceil(64)).into_par_iter().map(|b| rows_a(b * 64)).reduce(|| true, |x, y| x && y)
+            } else {
+                pa.par_chunks_mut(kp).enumerate().map(row_a).reduce(|| true, |x, y| x && y)
+            };
             let ob = pb.par_chunks_mut(BB * 16 * kp).enumerate().map(blocks_b).reduce(|| true, |x, y| x && y);
             oa && ob
         }),
         None => {
-            let oa = pa.chunks_mut(kp).enumerate().map(row_a).fold(true, |x, y| x && y);
+            let oa = if direct { (0..m.div_ceil(64)).all(|b| rows_a(b * 64)) } else { pa.chunks_mut(kp).enumerate().map(row_a).fold(true, |x, y| x && y) };
             let ob = pb.chunks_mut(BB * 16 * kp).enumerate().map(blocks_b).fold(true, |x, y| x && y);
             oa && ob
         }
     };
     if !ok {
-        keep(pa);
+        if !pa.is_empty() {
+            keep(pa);
+        }
         keep(pb);
         return None;
     }
@@ -300,8 +324,12 @@ pub fn bf16_product(m: usize, n: usize, k: usize, a: &[bf16], ars: usize, acs: u
         let mut padded = if direct { Vec::new() } else { vec![0f32; mp * np] };
         let c: &mut [f32] = if direct { out } else { &mut padded };
         let cfg = Config::new();
+        // The lhs rows the tiles read: packed, or the operand in place.
+        let (ap, ars_bytes) = if p.a.is_empty() { (a.as_ptr() as *const u16, ars * 2) } else { (p.a.as_ptr(), kp * 2) };
+        let ap = ap as usize;
         let tp = t0.elapsed();
         let task = |(t, rows): (usize, &mut [f32])| {
+            let ap = ap as *const u16;
             // SAFETY: AMX is available (checked above); the configuration
             // describes the eight 16×64-byte tiles `block` uses; the packed
             // operands hold mp × kp and np × kp elements and `rows` is whole
@@ -309,14 +337,16 @@ pub fn bf16_product(m: usize, n: usize, k: usize, a: &[bf16], ars: usize, acs: u
             // inside them.
             unsafe {
                 std::arch::asm!("ldtilecfg [{0}]", in(reg) cfg.0.as_ptr(), options(nostack, readonly));
-                for ib in 0..rows.len() / (32 * np) {
-                    let i0 = t * ROWS_PER_TASK + ib * 32;
-                    for jb in 0..np / 32 {
+                // Each pair of rhs column blocks is read from memory once per
+                // task and from cache for the task's other row blocks.
+                for jb in 0..np / 32 {
+                    for ib in 0..rows.len() / (32 * np) {
+                        let i0 = t * ROWS_PER_TASK + ib * 32;
                         block(
                             rows.as_mut_ptr().add(ib * 32 * np + jb * 32),
                             np * 4,
-                            p.a.as_ptr().add(i0 * kp),
-                            kp * 2,
+                            ap.add(i0 * ars_bytes / 2),
+                            ars_bytes,
                             p.b.as_ptr().add(2 * jb * 16 * kp),
                             p.b.as_ptr().add((2 * jb + 1) * 16 * kp),
                             kp / KT,
@@ -336,7 +366,9 @@ pub fn bf16_product(m: usize, n: usize, k: usize, a: &[bf16], ars: usize, acs: u
                 row.copy_from_slice(&padded[i * np..i * np + n]);
             }
         }
-        keep(p.a);
+        if !p.a.is_empty() {
+            keep(p.a);
+        }
         keep(p.b);
         true
     }
