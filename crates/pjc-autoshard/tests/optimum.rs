@@ -192,3 +192,41 @@ fn memory_weighs_beside_time() {
     let spent = r1.estimate.step() - r0.estimate.step();
     assert!(spent <= price * (r0.estimate.peak - r1.estimate.peak), "{}\n{}", r0.text(), r1.text());
 }
+
+/// An MLP stack of `layers` identical Megatron-shaped blocks (large weights,
+/// a small batch), as PIR text.
+fn stack(layers: usize) -> String {
+    let mut params = String::new();
+    let mut body = String::new();
+    let mut x = "%x".to_string();
+    for i in 0..layers {
+        params.push_str(&format!(", %w1_{i}: f32[1024,4096], %w2_{i}: f32[4096,1024]"));
+        body.push_str(&format!(
+            "  %h{i} = dot_general {x}, %w1_{i} {{lhs_contract=[1], rhs_contract=[0]}} : f32[8,4096]\n  %a{i} = tanh %h{i}\n  %y{i} = dot_general %a{i}, %w2_{i} {{lhs_contract=[1], rhs_contract=[0]}} : f32[8,1024]\n  %r{i} = add {x}, %y{i}\n"
+        ));
+        x = format!("%r{i}");
+    }
+    format!("mesh [model=4]\nfunc @main(%x: f32[8,1024]{params}) -> (y: f32[8,1024]) {{\n{body}  return {x}\n}}\n")
+}
+
+/// Layer merging: the copies of a layer share one decision, so the problem
+/// does not grow with the number of layers, and every layer gets the plan a
+/// lone layer gets (Megatron).
+#[test]
+fn copies_of_a_layer_share_a_decision() {
+    let (m2, r2) = run(&stack(2), u64::MAX);
+    let (m12, r12) = run(&stack(12), u64::MAX);
+    assert!(r12.fallback.is_none(), "{}", r12.text());
+    for (m, layers) in [(&m2, 2), (&m12, 12)] {
+        for i in 0..layers {
+            assert_eq!(param(m, &format!("w1_{i}")), "[_, model]", "layer {i} of {layers}");
+            assert_eq!(param(m, &format!("w2_{i}")), "[model, _]", "layer {i} of {layers}");
+        }
+    }
+    let decisions = |r: &Report| r.solves.iter().map(|o| o.decisions).max().unwrap();
+    assert!(r12.nodes > 5 * r2.nodes, "{} vs {}", r12.nodes, r2.nodes);
+    assert!(decisions(&r12) <= decisions(&r2) + 4, "{}\n{}", r2.text(), r12.text());
+    // Twelve copies of the step time of one, within rounding.
+    let per_layer = |r: &Report, l: f64| r.estimate.step() / l;
+    assert!((per_layer(&r12, 12.0) / per_layer(&r2, 2.0) - 1.0).abs() < 0.05, "{}\n{}", r2.text(), r12.text());
+}
