@@ -143,11 +143,6 @@ fn pack(m: usize, n: usize, k: usize, a: &[bf16], ars: usize, acs: usize, b: &[b
     // Buffers kept from earlier products: fresh pages cost more to fault in
     // than the packing itself. Padding is written explicitly below.
     let (mut pa, mut pb) = (if direct { Vec::new() } else { spare(mp * kp) }, spare(np * kp));
-    // Whether a run of elements holds one too small for the tiles (a
-    // branch-free pass the compiler vectorises).
-    // (0 < |x| < 2^-56 ⇔ 0 < x & 0x7fff < MIN_EXP << 7, as one unsigned
-    // comparison after subtracting 1; a minimum the compiler vectorises.)
-    let tiny_in = |v: &[u16]| v.iter().fold(u16::MAX, |t, &x| t.min((x & 0x7fff).wrapping_sub(1))) < (MIN_EXP << 7) - 1;
     // In place: only the check, in blocks of rows.
     let rows_a = |r0: usize| -> bool { (r0..m.min(r0 + 64)).all(|i| !tiny_in(bits(&a[i * ars..i * ars + k]))) };
     let row_a = |(i, row): (usize, &mut [u16])| -> bool {
@@ -302,13 +297,26 @@ unsafe fn block(c: *mut f32, cs: usize, a: *const u16, ars: usize, b0: *const u1
     );
 }
 
-/// `out` (m×n, row-major f32) = a (m×k, strides `ars`, `acs`) · b (k×n,
-/// strides `brs`, `bcs`), on AMX tiles, on `threads` threads. `false` (and
-/// `out` unspecified) when AMX is not [`available`] or an operand element is
-/// too small for the tiles; the caller then computes the product otherwise.
+/// Whether the tiles take every element of `v` (none nonzero below 2^-56).
+pub fn fits(v: &[bf16]) -> bool {
+    v.chunks(1 << 16).all(|c| !tiny_in(bits(c)))
+}
+
+/// Whether a run of elements holds one too small for the tiles: 0 < |x| <
+/// 2^-56 ⇔ 0 < x & 0x7fff < MIN_EXP << 7, one unsigned comparison after
+/// subtracting 1, in a minimum the compiler vectorises.
+fn tiny_in(v: &[u16]) -> bool {
+    v.iter().fold(u16::MAX, |t, &x| t.min((x & 0x7fff).wrapping_sub(1))) < (MIN_EXP << 7) - 1
+}
+
+/// `out` (m×n f32, row stride `ors`) = a (m×k, strides `ars`, `acs`) · b
+/// (k×n, strides `brs`, `bcs`), on AMX tiles, on `threads` threads. `false`
+/// (and `out` unspecified) when AMX is not [`available`] or an operand
+/// element is too small for the tiles; the caller then computes the product
+/// otherwise.
 #[allow(clippy::too_many_arguments)]
-pub fn bf16_product(m: usize, n: usize, k: usize, a: &[bf16], ars: usize, acs: usize, b: &[bf16], brs: usize, bcs: usize, out: &mut [f32], threads: usize) -> bool {
-    if !available() || m == 0 || n == 0 || k == 0 || out.len() != m * n {
+pub fn bf16_product(m: usize, n: usize, k: usize, a: &[bf16], ars: usize, acs: usize, b: &[bf16], brs: usize, bcs: usize, out: &mut [f32], ors: usize, threads: usize) -> bool {
+    if !available() || m == 0 || n == 0 || k == 0 || out.len() < (m - 1) * ors + n || ors < n {
         return false;
     }
     assert!((m - 1) * ars + (k - 1) * acs < a.len() && (k - 1) * brs + (n - 1) * bcs < b.len(), "operand sizes");
@@ -320,9 +328,9 @@ pub fn bf16_product(m: usize, n: usize, k: usize, a: &[bf16], ars: usize, acs: u
             return false;
         };
         let (mp, np, kp) = (m.next_multiple_of(32), n.next_multiple_of(32), p.kp);
-        let direct = mp == m && np == n;
+        let direct = mp == m && np == n && ors == n;
         let mut padded = if direct { Vec::new() } else { vec![0f32; mp * np] };
-        let c: &mut [f32] = if direct { out } else { &mut padded };
+        let c: &mut [f32] = if direct { &mut out[..m * n] } else { &mut padded };
         let cfg = Config::new();
         // The lhs rows the tiles read: packed, or the operand in place.
         let (ap, ars_bytes) = if p.a.is_empty() { (a.as_ptr() as *const u16, ars * 2) } else { (p.a.as_ptr(), kp * 2) };
@@ -362,8 +370,8 @@ pub fn bf16_product(m: usize, n: usize, k: usize, a: &[bf16], ars: usize, acs: u
         }
         if std::env::var("AMXT").is_ok() { eprintln!("amx pack {:?} total {:?}", tp, t0.elapsed()); }
         if !direct {
-            for (i, row) in out.chunks_mut(n).enumerate() {
-                row.copy_from_slice(&padded[i * np..i * np + n]);
+            for i in 0..m {
+                out[i * ors..i * ors + n].copy_from_slice(&padded[i * np..i * np + n]);
             }
         }
         if !p.a.is_empty() {
@@ -413,7 +421,7 @@ mod tests {
             let want = naive(m, n, k, &a, k, 1, &b, brs, bcs);
             for threads in [1, 2] {
                 let mut out = vec![f32::NAN; m * n];
-                assert!(bf16_product(m, n, k, &a, k, 1, &b, brs, bcs, &mut out, threads));
+                assert!(bf16_product(m, n, k, &a, k, 1, &b, brs, bcs, &mut out, n, threads));
                 // Halves times halves, short sums: exact in f32.
                 let got: Vec<f64> = out.iter().map(|&x| x as f64).collect();
                 assert_eq!(got, want, "{m}x{n}x{k} rhs transposed {bt}, {threads} threads");
@@ -429,7 +437,7 @@ mod tests {
         let mut a = vec![bf16::from_f32(1.0); 4 * 4];
         let b = a.clone();
         let mut out = vec![0f32; 16];
-        assert!(bf16_product(4, 4, 4, &a, 4, 1, &b, 4, 1, &mut out, 1));
+        assert!(bf16_product(4, 4, 4, &a, 4, 1, &b, 4, 1, &mut out, 4, 1));
         assert_eq!(out, vec![4.0; 16]);
         // Infinities and NaN are IEEE's: inf · 0 and inf - inf give NaN.
         let (mut x, mut y) = (a.clone(), b.clone());
@@ -438,13 +446,13 @@ mod tests {
         x[4 * 2] = bf16::NAN; // row 2
         x[4 * 3] = bf16::INFINITY; // row 3: inf · 1 + ... - inf
         x[4 * 3 + 1] = bf16::NEG_INFINITY;
-        assert!(bf16_product(4, 4, 4, &x, 4, 1, &y, 4, 1, &mut out, 1));
+        assert!(bf16_product(4, 4, 4, &x, 4, 1, &y, 4, 1, &mut out, 4, 1));
         assert!(out[1].is_nan() && out[0] == f32::INFINITY && out[2] == f32::INFINITY, "{out:?}");
         assert!(out[8..12].iter().all(|v| v.is_nan()) && out[12..16].iter().all(|v| v.is_nan()), "{out:?}");
         assert_eq!(&out[4..8], &[4.0, 3.0, 4.0, 4.0]);
         a[5] = bf16::from_f32(1e-20); // normal, but below 2^-56
-        assert!(!bf16_product(4, 4, 4, &a, 4, 1, &b, 4, 1, &mut out, 1));
+        assert!(!bf16_product(4, 4, 4, &a, 4, 1, &b, 4, 1, &mut out, 4, 1));
         a[5] = bf16::from_bits(1); // subnormal
-        assert!(!bf16_product(4, 4, 4, &a, 4, 1, &b, 4, 1, &mut out, 1));
+        assert!(!bf16_product(4, 4, 4, &a, 4, 1, &b, 4, 1, &mut out, 4, 1));
     }
 }

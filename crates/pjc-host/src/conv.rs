@@ -21,6 +21,9 @@ use pjc_ir::{Attrs, DType, InstData, Opcode, TensorType};
 use pjc_tensor::{Buf, ConvGeometry, Tensor};
 use std::borrow::Cow;
 
+/// Convolutions with fewer multiply-adds than this skip the AMX tiles.
+const AMX_WORK: usize = 1 << 20;
+
 /// Patch-matrix elements of one block of output rows (512 KiB of f32: about
 /// a core's L2 cache).
 const PATCH_BLOCK: usize = 128 << 10;
@@ -107,8 +110,14 @@ pub fn try_conv<'t>(inst: &InstData, ins: &'t [Tensor], out: &TensorType, thread
             narrow(out.dtype, im2col_gemm(&g, &lanes::<i64>(&cx.data)?, &lanes::<i64>(&ck.data)?, threads, blas).into_iter())
         }
     } else {
+        // bf16 on AMX tiles when the CPU has them, the convolution is large
+        // enough and no element is too small for them; f32 otherwise.
+        let macs = g.out_batch * g.out_sp.iter().product::<usize>() * g.k_sp.iter().product::<usize>() * g.cin_k * (g.cout / (g.fgc * g.bgc).max(1));
+        let tiles = |t: &Tensor| matches!(&t.data, Buf::BF16(v) if crate::amx::fits(v));
+        let ct = if d == DType::BF16 && !wide && macs >= AMX_WORK && crate::amx::available() && tiles(x) && tiles(k) { DType::BF16 } else { ct };
         let (cx, ck) = (canon(x, &px, ct)?, canon(k, &pk, ct)?);
         match (&cx.data, &ck.data) {
+            (Buf::BF16(xv), Buf::BF16(kv)) => Buf::F32(im2col_gemm(&g, xv, kv, threads, blas)),
             (Buf::F32(xv), Buf::F32(kv)) => Buf::F32(im2col_gemm(&g, xv, kv, threads, blas)),
             (Buf::F64(xv), Buf::F64(kv)) => Buf::F64(im2col_gemm(&g, xv, kv, threads, blas)),
             _ => return None,
@@ -203,8 +212,11 @@ fn narrow(d: DType, v: impl Iterator<Item = i64>) -> Buf {
 }
 
 /// The element types of the patch matrix and its GEMM: f32 and f64 through
-/// the gemm crate (or the system BLAS), i32 and i64 through `intgemm`.
+/// the gemm crate (or the system BLAS), i32 and i64 through `intgemm`, bf16
+/// on AMX tiles into f32 (`amx.rs`).
 trait Elem: Copy + Default + Send + Sync {
+    /// The GEMM's result (the accumulator) type.
+    type Out: Copy + Default + Send + Sync;
     /// `m × n` output rows at `dst` (row stride `drs`) = the patch rows at
     /// `a` (row stride `ars`) times the kernel columns at `b` (row stride
     /// `brs`), all with unit column strides, on the calling thread.
@@ -213,16 +225,17 @@ trait Elem: Copy + Default + Send + Sync {
     /// Every element those strides reach lies in the buffers, and `dst`
     /// overlaps neither operand.
     #[allow(clippy::too_many_arguments)]
-    unsafe fn block(m: usize, n: usize, k: usize, dst: *mut Self, drs: usize, a: *const Self, ars: usize, b: *const Self, brs: usize);
+    unsafe fn block(m: usize, n: usize, k: usize, dst: *mut Self::Out, drs: usize, a: *const Self, ars: usize, b: *const Self, brs: usize);
     /// The whole `m × n` product of rows read in place (row stride `ars`)
     /// and `k × n` kernel columns (row stride `brs`), on `threads` threads.
     #[allow(clippy::too_many_arguments)]
-    fn product(m: usize, n: usize, k: usize, a: &[Self], ars: usize, b: &[Self], brs: usize, threads: usize, blas: Option<&crate::blas::Blas>) -> Vec<Self>;
+    fn product(m: usize, n: usize, k: usize, a: &[Self], ars: usize, b: &[Self], brs: usize, threads: usize, blas: Option<&crate::blas::Blas>) -> Vec<Self::Out>;
 }
 
 macro_rules! float_elem {
     ($t:ty) => {
         impl Elem for $t {
+            type Out = $t;
             unsafe fn block(m: usize, n: usize, k: usize, dst: *mut $t, drs: usize, a: *const $t, ars: usize, b: *const $t, brs: usize) {
                 gemm::gemm(m, n, k, dst, 1, drs as isize, false, a, 1, ars as isize, b, 1, brs as isize, 0.0, 1.0, false, false, false, gemm::Parallelism::None);
             }
@@ -246,6 +259,7 @@ float_elem!(f64);
 macro_rules! int_elem {
     ($t:ty) => {
         impl Elem for $t {
+            type Out = $t;
             unsafe fn block(m: usize, n: usize, k: usize, dst: *mut $t, drs: usize, a: *const $t, ars: usize, b: *const $t, brs: usize) {
                 <$t as crate::intgemm::Lane>::matmul(m, n, k, dst, drs, a, ars, b, brs)
             }
@@ -258,6 +272,36 @@ macro_rules! int_elem {
 int_elem!(i32);
 int_elem!(i64);
 
+impl Elem for half::bf16 {
+    type Out = f32;
+    unsafe fn block(m: usize, n: usize, k: usize, dst: *mut f32, drs: usize, a: *const half::bf16, ars: usize, b: *const half::bf16, brs: usize) {
+        let (a, b) = (std::slice::from_raw_parts(a, (m - 1) * ars + k), std::slice::from_raw_parts(b, (k - 1) * brs + n));
+        let out = std::slice::from_raw_parts_mut(dst, (m - 1) * drs + n);
+        if !crate::amx::bf16_product(m, n, k, a, ars, 1, b, brs, 1, out, drs, 1) {
+            bf16_plain(m, n, k, a, ars, b, brs, out, drs);
+        }
+    }
+    fn product(m: usize, n: usize, k: usize, a: &[half::bf16], ars: usize, b: &[half::bf16], brs: usize, threads: usize, _: Option<&crate::blas::Blas>) -> Vec<f32> {
+        let mut out = vec![0f32; m * n];
+        if !crate::amx::bf16_product(m, n, k, a, ars, 1, b, brs, 1, &mut out, n, threads) {
+            bf16_plain(m, n, k, a, ars, b, brs, &mut out, n);
+        }
+        out
+    }
+}
+
+/// A bf16 product in f32 the plain way: only where the tiles refuse one
+/// that [`try_conv`] sent them (it checks the operands first, so never in
+/// practice).
+#[allow(clippy::too_many_arguments)]
+fn bf16_plain(m: usize, n: usize, k: usize, a: &[half::bf16], ars: usize, b: &[half::bf16], brs: usize, out: &mut [f32], drs: usize) {
+    for i in 0..m {
+        for j in 0..n {
+            out[i * drs + j] = (0..k).map(|p| a[i * ars + p].to_f32() * b[p * brs + j].to_f32()).sum();
+        }
+    }
+}
+
 /// Input position read by output position `o` at kernel tap `t` along
 /// spatial dim `s`, or `None` for padding and dilation holes.
 fn tap(g: &ConvGeometry, s: usize, o: usize, t: usize) -> Option<usize> {
@@ -266,7 +310,7 @@ fn tap(g: &ConvGeometry, s: usize, o: usize, t: usize) -> Option<usize> {
     (q >= 0 && q % ld == 0 && ((q / ld) as usize) < g.in_sp[s]).then(|| (q / ld) as usize)
 }
 
-fn im2col_gemm<T: Elem>(g: &ConvGeometry, x: &[T], w: &[T], threads: usize, blas: Option<&crate::blas::Blas>) -> Vec<T> {
+fn im2col_gemm<T: Elem>(g: &ConvGeometry, x: &[T], w: &[T], threads: usize, blas: Option<&crate::blas::Blas>) -> Vec<T::Out> {
     use rayon::prelude::*;
     let n = g.in_sp.len();
     let osz: usize = g.out_sp.iter().product();
@@ -277,7 +321,7 @@ fn im2col_gemm<T: Elem>(g: &ConvGeometry, x: &[T], w: &[T], threads: usize, blas
     let rows = g.out_batch * osz;
     let cols = ksz * g.cin_k;
     if rows == 0 || og == 0 {
-        return vec![T::default(); rows * g.cout];
+        return vec![T::Out::default(); rows * g.cout];
     }
     // m x (taps·I) times the group's kernel columns: w[(kp·I + i)·O + gi·og + j].
     let gemm = |m: usize, lhs: &[T], lhs_rs: usize, gi: usize| T::product(m, og, cols, lhs, lhs_rs, &w[gi * og..], g.cout, threads, blas);
@@ -291,8 +335,8 @@ fn im2col_gemm<T: Elem>(g: &ConvGeometry, x: &[T], w: &[T], threads: usize, blas
     if pointwise && groups == 1 {
         return gemm(rows, x, g.feat, 0);
     }
-    let mut out = vec![T::default(); rows * g.cout];
-    let mut place = |r0: usize, y: &[T], gi: usize| {
+    let mut out = vec![T::Out::default(); rows * g.cout];
+    let mut place = |r0: usize, y: &[T::Out], gi: usize| {
         for (ri, yrow) in y.chunks(og).enumerate() {
             let o = (r0 + ri) * g.cout + gi * og;
             out[o..o + og].copy_from_slice(yrow);
@@ -325,7 +369,7 @@ fn im2col_gemm<T: Elem>(g: &ConvGeometry, x: &[T], w: &[T], threads: usize, blas
     // Taps along the innermost spatial dimension read adjacent input positions
     // (unit dilations there) and whole feature rows (no feature groups).
     let contiguous = n >= 1 && g.lhs_dil[n - 1] == 1 && g.rhs_dil[n - 1] == 1 && g.cin_k == g.feat;
-    let task = |b0: usize, out: &mut [T], patch: &mut Vec<T>| {
+    let task = |b0: usize, out: &mut [T::Out], patch: &mut Vec<T>| {
         let nr = out.len() / g.cout;
         patch.resize(nr * cols, T::default());
         for gi in 0..groups {
@@ -395,7 +439,7 @@ fn im2col_gemm<T: Elem>(g: &ConvGeometry, x: &[T], w: &[T], threads: usize, blas
             unsafe { T::block(nr, og, cols, out.as_mut_ptr().add(gi * og), g.cout, patch.as_ptr(), cols, w.as_ptr().add(gi * og), g.cout) };
         }
     };
-    let mut out = vec![T::default(); rows * g.cout];
+    let mut out = vec![T::Out::default(); rows * g.cout];
     match crate::pool::pool(threads).filter(|_| threads > 1 && rows > block) {
         Some(p) => p.install(|| {
             out.par_chunks_mut(block * g.cout).enumerate().for_each_init(Vec::new, |patch, (bi, o)| task(bi * block, o, patch))
@@ -535,6 +579,34 @@ mod tests {
     }
 
     #[test]
+    fn large_bf16_convolutions_take_the_amx_tiles_like_the_reference() {
+        // Above AMX_WORK (on a CPU without AMX-BF16: the f32 path, the same
+        // results). Halves in [-4, 4]: exact sums, so bit for bit.
+        let cases = [
+            Case { padding: &[(1, 1), (1, 1)], ..c("b01f_01io->b01f", &[2, 16, 16, 32], &[3, 3, 32, 64]) },
+            Case { strides: &[2, 2], padding: &[(1, 1), (1, 1)], ..c("bf01_oi01->bf01", &[2, 32, 17, 17], &[64, 32, 3, 3]) },
+            Case { fgc: 2, padding: &[(1, 1), (1, 1)], ..c("b01f_01io->b01f", &[2, 16, 16, 64], &[3, 3, 32, 64]) },
+            c("b01f_01io->b01f", &[4, 16, 16, 64], &[1, 1, 64, 64]),
+            c("f01b_i01o->01bf", &[64, 10, 10, 8], &[64, 8, 8, 16]),
+            Case { lhs_dil: &[2, 2], padding: &[(2, 2), (2, 2)], ..c("b01f_01io->b01f", &[2, 9, 9, 32], &[3, 3, 32, 32]) },
+        ];
+        let mut seed = 21;
+        for case in &cases {
+            let (x, k) = (operand(DType::BF16, case.x, &mut seed), operand(DType::BF16, case.k, &mut seed));
+            let dims = pjc_tensor::parse_conv_dims(case.dims, case.x.len()).unwrap();
+            let us = |v: &[i64]| v.iter().map(|&a| a as usize).collect::<Vec<_>>();
+            for od in [DType::F32, DType::BF16] {
+                let want = pjc_tensor::convolution(&x, &k, &dims, &us(case.strides), case.padding, &us(case.lhs_dil), &us(case.rhs_dil), case.fgc as usize, case.bgc as usize, od).unwrap();
+                let out = TensorType::new(od, want.shape.iter().map(|&s| s as u64).collect());
+                for threads in [1, 2] {
+                    let got = try_conv(&inst(case), &[x.clone(), k.clone()], &out, threads, None).unwrap();
+                    close(&want, &got, Tolerance::EXACT).unwrap_or_else(|e| panic!("{} {:?} x {:?} (bf16 -> {od}, {threads} threads): {e}", case.dims, case.x, case.k));
+                }
+            }
+        }
+    }
+
+    #[test]
     fn holes_still_meet_the_kernel() {
         // An infinite kernel value under a padding zero gives NaN, as in the reference.
         let case = Case { padding: &[(1, 0)], ..c("b0f_0io->b0f", &[1, 3, 1], &[2, 1, 1]) };
@@ -559,15 +631,16 @@ mod tests {
         assert_eq!(run(Buf::U64(vec![u64::MAX, 1]), Buf::U64(vec![2, 3]), DType::U64).data, Buf::U64(vec![1]));
     }
 
-    /// Integer 3x3 convolutions at a CNN's size against the reference kernel
-    /// (the path they took before): `cargo test --release -p pjc-host --lib
-    /// -- --ignored integer_convolution_speed --nocapture`.
+    /// Integer (and f32, bf16) 3x3 convolutions at a CNN's size against the
+    /// reference kernel (the path integers took before): `cargo test
+    /// --release -p pjc-host --lib -- --ignored integer_convolution_speed
+    /// --nocapture` (`PJC_AMX=0`: bf16 without the AMX tiles).
     #[test]
     #[ignore]
     fn integer_convolution_speed() {
         let case = Case { padding: &[(1, 1), (1, 1)], ..c("b01f_01io->b01f", &[8, 32, 32, 64], &[3, 3, 64, 64]) };
         let mut seed = 1;
-        for (d, od) in [(DType::I8, DType::I32), (DType::I32, DType::I32), (DType::I64, DType::I64), (DType::F32, DType::F32)] {
+        for (d, od) in [(DType::I8, DType::I32), (DType::I32, DType::I32), (DType::I64, DType::I64), (DType::F32, DType::F32), (DType::BF16, DType::BF16)] {
             let (x, k) = (operand(d, case.x, &mut seed), operand(d, case.k, &mut seed));
             let dims = pjc_tensor::parse_conv_dims(case.dims, 4).unwrap();
             let t0 = std::time::Instant::now();

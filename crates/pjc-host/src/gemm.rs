@@ -359,7 +359,7 @@ fn amx_batched(l: &DotLayout, x: &Tensor, y: &Tensor, ct: DType, threads: usize)
     let mut dst = vec![0f32; l.batches() * m * n];
     for (i, out) in dst.chunks_mut(m * n).enumerate() {
         let (ox, oy) = l.offsets(i);
-        if !crate::amx::bf16_product(m, n, k, &xv[ox..], l.lhs.rs, l.lhs.cs, &yv[oy..], l.rhs.rs, l.rhs.cs, out, threads) {
+        if !crate::amx::bf16_product(m, n, k, &xv[ox..], l.lhs.rs, l.lhs.cs, &yv[oy..], l.rhs.rs, l.rhs.cs, out, n, threads) {
             return None;
         }
     }
