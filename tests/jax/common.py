@@ -1,6 +1,8 @@
 """Helpers of the JAX agreement tests: run pjc on exported programs, compare with JAX."""
 
+import contextlib
 import os
+import shutil
 import re
 import subprocess
 import tempfile
@@ -51,15 +53,29 @@ def check(pir_path):
     run([PJC, "check", pir_path])
 
 
+@contextlib.contextmanager
+def _workdir(workdir):
+    """The caller's directory, or a fresh temporary one that is removed when the run
+    succeeds (a failing run keeps it, so its program, inputs and executable can be looked
+    at; the error names its files)."""
+    if workdir:
+        d = Path(workdir)
+        d.mkdir(parents=True, exist_ok=True)
+        yield d
+        return
+    d = Path(tempfile.mkdtemp(prefix="jax2pir-"))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
 def pjc_eval(pir: str, inputs: dict, workdir=None) -> dict:
-    d = Path(workdir or tempfile.mkdtemp(prefix="jax2pir-"))
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "prog.pir").write_text(pir)
-    check(d / "prog.pir")
-    jax2pir.safetensors.write(d / "in.safetensors", inputs)
-    run([PJC, "eval", d / "prog.pir", "--inputs", d / "in.safetensors",
-         "--output", d / "out.safetensors"])
-    return jax2pir.safetensors.read(d / "out.safetensors")
+    with _workdir(workdir) as d:
+        (d / "prog.pir").write_text(pir)
+        check(d / "prog.pir")
+        jax2pir.safetensors.write(d / "in.safetensors", inputs)
+        run([PJC, "eval", d / "prog.pir", "--inputs", d / "in.safetensors",
+             "--output", d / "out.safetensors"])
+        return jax2pir.safetensors.read(d / "out.safetensors")
 
 
 def compile_pir(pir_path, exe):
@@ -78,19 +94,18 @@ def pjc_compiled(pir: str, inputs: dict, nproc=1, workdir=None, timeout=120) -> 
     """Like pjc_eval, through `pjc compile` and the executable (under mpirun when
     nproc > 1); the small test programs finish in seconds, so a run past `timeout`
     seconds (a loop that does not end) fails."""
-    d = Path(workdir or tempfile.mkdtemp(prefix="jax2pir-"))
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "prog.pir").write_text(pir)
-    compile_pir(d / "prog.pir", d / "prog.bin")
-    jax2pir.safetensors.write(d / "in.safetensors", inputs)
-    cmd = [d / "prog.bin", "--inputs", d / "in.safetensors", "--device", "cpu", "--output", d / "out.safetensors"]
-    if nproc > 1:
-        cmd = ["mpirun", "--oversubscribe", "-np", str(nproc)] + cmd
-    try:
-        run(cmd, env={**os.environ, **MPI_ENV}, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise AssertionError(f"{' '.join(map(str, cmd))} did not finish in {timeout} s") from None
-    return jax2pir.safetensors.read(d / "out.safetensors")
+    with _workdir(workdir) as d:
+        (d / "prog.pir").write_text(pir)
+        compile_pir(d / "prog.pir", d / "prog.bin")
+        jax2pir.safetensors.write(d / "in.safetensors", inputs)
+        cmd = [d / "prog.bin", "--inputs", d / "in.safetensors", "--device", "cpu", "--output", d / "out.safetensors"]
+        if nproc > 1:
+            cmd = ["mpirun", "--oversubscribe", "-np", str(nproc)] + cmd
+        try:
+            run(cmd, env={**os.environ, **MPI_ENV}, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"{' '.join(map(str, cmd))} did not finish in {timeout} s") from None
+        return jax2pir.safetensors.read(d / "out.safetensors")
 
 
 def rel_err(got, want):
