@@ -472,7 +472,7 @@ fn replication(m: &Module, mesh: &Mesh, d: &mut Vec<Diag>) {
             for axis in &mesh.axes {
                 if !split.contains(&axis.name) && var.get(&v).is_some_and(|s| s.contains(&axis.name)) {
                     d.push(Diag::new(
-                        f.ret_spans[i],
+                        f.ret_spans.get(i).copied().unwrap_or(f.name_span),
                         format!(
                             "result '{}' of spmd func @{} is not split over mesh axis '{}', but pjc cannot prove it is the same on every device along '{}' (reduce it with all_reduce/all_gather over '{}', or split the result over '{}')",
                             f.result_name(i), f.name, axis.name, axis.name, axis.name, axis.name

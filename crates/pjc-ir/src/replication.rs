@@ -42,7 +42,9 @@ pub fn sharding_axes(s: Option<&Sharding>) -> Axes {
 
 /// The axes along which each result of `inst` may vary, given the axes of its
 /// operands. `spmd_callee_results` holds the result shardings of the callee
-/// when `inst` is a `call` of a `spmd func`. Control flow is not handled here
+/// when `inst` is a `call` of a `spmd func`; for a `grad` of one, the
+/// sharding of its result and of each differentiated parameter (a
+/// cotangent has its value's replication type, spec section 9). Control flow is not handled here
 /// (its results depend on the bodies: [`Replication`]); given one, every
 /// result gets the union of the operands' axes.
 pub fn result_axes(inst: &InstData, operands: &[&Axes], spmd_callee_results: Option<&[Option<Sharding>]>) -> Vec<Axes> {
@@ -62,7 +64,7 @@ pub fn result_axes(inst: &InstData, operands: &[&Axes], spmd_callee_results: Opt
         Opcode::AxisIndex => {
             vec![inst.attr("axis").and_then(|a| a.as_ident()).map(|a| Axes::from([a.to_string()])).unwrap_or_default()]
         }
-        Opcode::Call => match spmd_callee_results {
+        Opcode::Call | Opcode::Grad => match spmd_callee_results {
             Some(rs) => {
                 let mut v: Vec<Axes> = rs.iter().map(|s| sharding_axes(s.as_ref())).collect();
                 v.resize(n, union.clone());
@@ -187,6 +189,13 @@ impl<'m> Replication<'m> {
                         .map(|id| &self.m.funcs[id])
                         .filter(|g| g.kind == FuncKind::Spmd)
                         .map(|g| g.results.iter().map(|r| r.sharding.clone()).collect()),
+                    // The value, then each gradient varying as its parameter.
+                    Opcode::Grad => self.body(inst, 0).map(|id| &self.m.funcs[id]).filter(|g| g.kind == FuncKind::Spmd).map(|g| {
+                        let wrt = inst.attr("wrt").and_then(|w| w.as_ints()).unwrap_or_default();
+                        std::iter::once(g.results.first().and_then(|r| r.sharding.clone()))
+                            .chain(wrt.iter().map(|&w| g.params.get(w as usize).and_then(|&p| g.values[p].sharding.clone())))
+                            .collect()
+                    }),
                     _ => None,
                 };
                 let refs: Vec<&Axes> = ops.iter().collect();

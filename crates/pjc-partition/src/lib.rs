@@ -35,7 +35,7 @@ pub use pjc_ir::CollectiveKind;
 use pjc_sharding::{Propagation, Slot};
 use std::collections::HashMap;
 
-pub use combine::{combine_all_reduces, COMBINE_LIMIT_BYTES};
+pub use combine::{combine_all_reduces, combine_all_reduces_in, COMBINE_LIMIT_BYTES};
 pub use entry::partition;
 pub use hoist::{hoist_all_reduces, hoist_module, Moved};
 pub use reshard::sharding_of;

@@ -174,7 +174,17 @@ impl Compilation {
             if self.accumulate.is_some() {
                 return Err(Failure::Env("--pipeline cuts the batch into micro-batches itself; --accumulate with --pipeline is not supported".into()));
             }
-            self.pipelined = pjc_transforms::pipeline(&mut self.module, self.entry, &p).map_err(|e| match e {
+            // Stacked parameters split over further axes (on [stage, _, model]):
+            // each stage's layer is partitioned over them by the SPMD
+            // partitioner, which depends on pjc-transforms, so it is passed in.
+            let stage_partitioner = |one: &Module, id: FuncId| -> Result<pjc_ir::Function, String> {
+                let prop = pjc_sharding::propagate(one, id);
+                let part = pjc_partition::partition(one, id, &prop).map_err(|e| e.msg)?;
+                let name = &one.funcs[id].name;
+                let pid = part.module.func_by_name(name).ok_or_else(|| format!("internal error: no partitioned @{name}"))?;
+                Ok(part.module.funcs[pid].clone())
+            };
+            self.pipelined = pjc_transforms::pipeline::pipeline_with(&mut self.module, self.entry, &p, Some(&stage_partitioner)).map_err(|e| match e {
                 pjc_transforms::PipelineError::Program(e) => Failure::Program(self.render(e.span, e.msg)),
                 pjc_transforms::PipelineError::Flag(m) => Failure::Env(m),
             })?;
@@ -257,9 +267,17 @@ impl Compilation {
         single.funcs = Default::default();
         single.end_comments.clear();
         let funcs = pjc_transforms::inline_program(&part.module, id).map_err(|e| Failure::Env(format!("internal error: inlining: {}", e.msg)))?;
+        // The bodies as inlined, for how the loops' results vary.
+        let mut bodies = single.clone();
+        for f in &funcs {
+            bodies.funcs.push(f.clone());
+        }
         for mut f in funcs {
+            // The gradient all-reduce nothing later can hide is split with its
+            // product into chunks that pipeline (bitwise the same values).
+            pjc_partition::decompose_all_reduces(&mut f, &part.module.mesh_or_single());
             // One message for the all-reduces that can share one (bitwise the same values).
-            pjc_partition::combine_all_reduces(&mut f, &part.module.mesh_or_single());
+            pjc_partition::combine_all_reduces_in(&mut f, &part.module.mesh_or_single(), &bodies);
             single.funcs.push(f);
         }
         Compilation::checked(Stage::PerDevice, &single)?;

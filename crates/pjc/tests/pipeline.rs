@@ -1,7 +1,7 @@
 //! `pjc compile --pipeline AXIS --microbatches M` end to end: executables
 //! under real `mpirun` compute the unpipelined step (a training step and a
 //! forward pass over an 8-layer stack, on 4 and 8 processes, with a data axis
-//! too), each stage holds only its layers (no gather of the stacked weights
+//! too, and with each stage's layers tensor-parallel over a model axis), each stage holds only its layers (no gather of the stacked weights
 //! in `--emit spmd`, point-to-point transfers both ways), `pjc explain` gives
 //! the schedule's bubble, and the command line's mistakes are one clear line.
 
@@ -15,6 +15,8 @@ use std::process::{Command, Output};
 const STEP: &str = "tests/pipeline/mlp_step.pir";
 const FORWARD: &str = "tests/pipeline/mlp_forward.pir";
 const GPT: &str = "tests/pipeline/gpt_step.pir";
+const MLP_TP: &str = "tests/pipeline/mlp_tp_step.pir";
+const GPT_TP: &str = "tests/pipeline/gpt_tp_step.pir";
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -153,6 +155,101 @@ fn one_f_one_b_steps_equal_the_unpipelined_step_under_mpirun() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The GPT stack's inputs: 4 blocks of width 8, 8 sequences of 4 tokens.
+fn gpt_inputs(dir: &Path) -> PathBuf {
+    let w = |n: &'static str, s: Vec<usize>| (n, s, 0.3);
+    write_inputs(
+        dir,
+        "gpt",
+        &[w("wq", vec![4, 8, 8]), w("wk", vec![4, 8, 8]), w("wv", vec![4, 8, 8]), w("wo", vec![4, 8, 8]), w("w1", vec![4, 8, 16]), w("w2", vec![4, 16, 8]), ("x", vec![8, 4, 8], 1.0), ("y", vec![8, 4, 8], 1.0)],
+    )
+}
+
+/// The Megatron MLP stack's inputs: 4 blocks 16 wide with 32 hidden units.
+fn mlp_tp_inputs(dir: &Path) -> PathBuf {
+    write_inputs(
+        dir,
+        "mlp_tp",
+        &[("w1s", vec![4, 16, 32], 0.3), ("b1s", vec![4, 32], 0.1), ("w2s", vec![4, 32, 16], 0.3), ("b2s", vec![4, 16], 0.1), ("x", vec![16, 16], 1.0), ("y", vec![16, 16], 1.0)],
+    )
+}
+
+#[test]
+fn one_f_one_b_with_a_data_axis_equals_the_unpipelined_step() {
+    // The batch split over data as well: each device runs its rows'
+    // micro-batches, and the weights' gradients are summed over data once.
+    let dir = common::scratch("pipeline-1f1b-data");
+    let input = inputs(&dir);
+    for (mesh, np, ms) in [("data=2,stage=2", 4, &[2u64, 4][..]), ("data=2,stage=4", 8, &[4])] {
+        let plain = run(np, &compile(&dir, STEP, mesh, None), &input, &dir.join("plain.safetensors"));
+        for &m in ms {
+            let got = run(np, &compile_schedule(&dir, STEP, mesh, Some(m), "1f1b"), &input, &dir.join(format!("m{m}.safetensors")));
+            assert_same(&plain, &got, &format!("{STEP} 1F1B on {mesh}, M={m}"));
+        }
+    }
+    let gpt = gpt_inputs(&dir);
+    let plain = run(4, &compile(&dir, GPT, "data=2,stage=2", None), &gpt, &dir.join("gplain.safetensors"));
+    let got = run(4, &compile_schedule(&dir, GPT, "data=2,stage=2", Some(2), "1f1b"), &gpt, &dir.join("g1f1b.safetensors"));
+    assert_same(&plain, &got, &format!("{GPT} 1F1B on data=2,stage=2, M=2"));
+    // One all-reduce over data per weight gradient, after the tick loop:
+    // none inside the ticks.
+    let spmd = stdout(&["compile", STEP, "--mesh", "data=2,stage=2", "--pipeline", "stage", "--microbatches", "4", "--schedule", "1f1b", "--emit", "spmd"]);
+    let funcs: Vec<&str> = spmd.split("\nspmd func ").collect();
+    let body = |name: &str| *funcs.iter().find(|f| f.starts_with(&format!("@{name}("))).unwrap_or_else(|| panic!("no @{name}: {spmd}"));
+    assert!(!body("layer.tick").contains("axes=[data]"), "{}", body("layer.tick"));
+    let driver = body("layer.pipeline");
+    assert!(driver.contains("= all_reduce %ws.grad.all") || driver.matches("{axes=[data], kind=sum}").count() == 2, "{driver}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn tensor_parallel_stages_equal_the_unpipelined_step_at_8_processes() {
+    // [data=2, stage=2, model=2]: each stage's blocks Megatron-sharded over
+    // model (the SPMD partitioner's collectives inside the stage), the batch
+    // over data, both schedules, against the same step unpipelined and
+    // data-parallel only (the program with its model splits removed: it
+    // gathers the stacks over stage and replicates them over model).
+    let dir = common::scratch("pipeline-tp");
+    let mesh = "data=2,stage=2,model=2";
+    for (program, input, cases) in [
+        (MLP_TP, mlp_tp_inputs(&dir), &[(2u64, "gpipe"), (4, "gpipe"), (4, "1f1b")][..]),
+        (GPT_TP, gpt_inputs(&dir), &[(2, "gpipe"), (2, "1f1b")]),
+    ] {
+        let src = std::fs::read_to_string(repo().join(program)).unwrap();
+        let replicated = src.replace("[stage, _, model]", "[stage, _, _]").replace("[stage, model, _]", "[stage, _, _]").replace("[stage, model]", "[stage, _]");
+        assert!(!replicated.contains("model]") && !replicated.contains("model,"), "{replicated}");
+        let dp = dir.join(Path::new(program).file_name().unwrap());
+        std::fs::write(&dp, replicated).unwrap();
+        let plain = run(8, &compile(&dir, dp.to_str().unwrap(), mesh, None), &input, &dir.join("plain.safetensors"));
+        for &(m, schedule) in cases {
+            let got = run(8, &compile_schedule(&dir, program, mesh, Some(m), schedule), &input, &dir.join(format!("m{m}-{schedule}.safetensors")));
+            assert_same(&plain, &got, &format!("{program} {schedule} on {mesh}, M={m}"));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_tensor_parallel_stage_holds_its_shards_and_sums_over_model() {
+    for schedule in ["gpipe", "1f1b"] {
+        let spmd = stdout(&["compile", MLP_TP, "--pipeline", "stage", "--microbatches", "2", "--schedule", schedule, "--emit", "spmd"]);
+        assert!(!spmd.contains("all_gather"), "{schedule}: {spmd}");
+        // A stage's slice: its 2 of 4 blocks, each device half the hidden units.
+        let sig = spmd.lines().find(|l| l.starts_with("spmd func @block.pipeline(")).unwrap_or_else(|| panic!("{spmd}"));
+        assert!(sig.contains("%w1s: f32[2,16,16] on [stage, _, model]") && sig.contains("%w2s: f32[2,16,16] on [stage, model, _]"), "{sig}");
+        assert!(sig.contains("%b1s: f32[2,16] on [stage, model]") && sig.contains("%b2s: f32[2,16] on [stage, _]"), "{sig}");
+        // The layer on one device: Megatron's all-reduce of the second
+        // product's partial sums over model.
+        let funcs: Vec<&str> = spmd.split("\nspmd func ").collect();
+        let stage = *funcs.iter().find(|f| f.starts_with("@block.stage(")).unwrap_or_else(|| panic!("{spmd}"));
+        assert!(stage.contains("axes=[model], kind=sum}"), "{stage}");
+        assert!(stage.lines().next().unwrap().contains("f32[16,32]") || stage.contains("f32[16,16]"), "{stage}");
+        let text = stdout(&["explain", MLP_TP, "--pipeline", "stage", "--microbatches", "2", "--schedule", schedule]);
+        assert!(text.contains("inside a stage: its layers' weights are split over [model] (tensor parallelism)"), "{text}");
+        assert!(text.contains("micro-batches: 2 of 4 rows per device (batch of 16 rows, split over [data])"), "{text}");
+    }
+}
+
 #[test]
 fn loop_mode_checkpoints_and_resumes_on_the_same_pipeline_layout() {
     let dir = common::scratch("pipeline-loop");
@@ -279,9 +376,14 @@ fn command_line_errors() {
         "error: --pipeline stage needs --microbatches M (the micro-batches per step)\n"
     );
     assert_eq!(err(&["explain", STEP, "--microbatches", "2"], 2), "error: --microbatches and --schedule apply with --pipeline AXIS\n");
-    // 1F1B with the batch split over a data axis is not generated yet.
-    let e = err(&["compile", STEP, "--emit", "spmd", "--mesh", "data=2,stage=2", "--pipeline", "stage", "--microbatches", "2", "--schedule", "1f1b"], 1);
-    assert!(e.contains("error: unsupported: --pipeline stage --schedule 1f1b: the batch is split over [data] as well"), "{e}");
+    // A stacked parameter split over the batch's axis on another dimension.
+    let dir = common::scratch("pipeline-errors");
+    let bad = dir.join("bad.pir");
+    let src = std::fs::read_to_string(repo().join(MLP_TP)).unwrap();
+    std::fs::write(&bad, src.replace("[stage, _, model]", "[stage, _, data]")).unwrap();
+    let e = err(&["compile", bad.to_str().unwrap(), "--emit", "spmd", "--pipeline", "stage", "--microbatches", "2"], 1);
+    assert!(e.contains("error: unsupported: --pipeline stage: stacked parameter %w1s is split over the batch's axis data on another dimension"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
     // 1F1B schedules a training step.
     let e = err(&["compile", FORWARD, "--emit", "spmd", "--pipeline", "stage", "--microbatches", "2", "--schedule", "1f1b"], 1);
     assert!(e.contains("1F1B schedules a training step: the entry must take grad of @main"), "{e}");

@@ -94,8 +94,25 @@ fn dim0_axes(s: Option<&Sharding>) -> Option<Vec<String>> {
     }
 }
 
+/// Partitions one pipeline stage's layer for tensor parallelism inside the
+/// stage: given a module holding only that layer as its entry `func`
+/// (global view over the mesh's tensor-parallel axes, the weights' signature
+/// shardings giving their split, the activations replicated), returns its
+/// per-device `spmd func` with the collectives the split needs (Megatron's
+/// all-reduces). The SPMD partitioner lives in a crate that depends on this
+/// one, so the driver (`pjc`) supplies it.
+pub type StagePartitioner<'a> = dyn Fn(&Module, FuncId) -> Result<Function, String> + 'a;
+
 /// Rewrites every scan over parameters stacked along `opts.axis` (module doc).
 pub fn pipeline(m: &mut Module, entry: FuncId, opts: &Pipeline) -> R<Vec<Pipelined>> {
+    pipeline_with(m, entry, opts, None)
+}
+
+/// [`pipeline`], with a partitioner for stacked parameters split over
+/// further mesh axes (`on [stage, _, model]`): each stage's layers then run
+/// tensor-parallel over those axes, with the collectives `tp` generates
+/// inside the stage. Without it such parameters are refused.
+pub fn pipeline_with(m: &mut Module, entry: FuncId, opts: &Pipeline, tp: Option<&StagePartitioner>) -> R<Vec<Pipelined>> {
     let axis = opts.axis.as_str();
     let what = format!("--pipeline {axis}");
     let mesh = m.mesh_or_single();
@@ -147,7 +164,7 @@ pub fn pipeline(m: &mut Module, entry: FuncId, opts: &Pipeline) -> R<Vec<Pipelin
                     .flat_map(|d| if let DimSharding::Axes(x) = d { x.as_slice() } else { &[] })
                     .map(String::as_str)
                     .collect();
-                if !others.is_empty() {
+                if !others.is_empty() && tp.is_none() {
                     return Err(prog(
                         v.span,
                         format!(
@@ -176,6 +193,22 @@ pub fn pipeline(m: &mut Module, entry: FuncId, opts: &Pipeline) -> R<Vec<Pipelin
         }
     }
     let batch_axes = batch_axes.unwrap_or_default();
+    // Tensor-parallel axes of the stacked parameters (their other
+    // dimensions): neither the stage axis nor the batch's.
+    for &i in &stacked {
+        let v = &f.values[f.params[i]];
+        let Some(s) = &v.sharding else { continue };
+        if let Some(a) = s.dims[1..]
+            .iter()
+            .flat_map(|d| if let DimSharding::Axes(x) = d { x.as_slice() } else { &[] })
+            .find(|a| batch_axes.contains(a))
+        {
+            return Err(prog(
+                v.span,
+                format!("unsupported: {what}: stacked parameter %{} is split over the batch's axis {a} on another dimension; inside a stage the batch's axes split the batch only (tensor parallelism takes other axes)", v.name),
+            ));
+        }
+    }
     if stacked.is_empty() {
         return Err(prog(
             f.name_span,
@@ -185,7 +218,9 @@ pub fn pipeline(m: &mut Module, entry: FuncId, opts: &Pipeline) -> R<Vec<Pipelin
             ),
         ));
     }
-    // Which parameters of which functions receive them, through call and grad.
+    // Which parameters of which functions receive them, through call and
+    // grad, and the entry parameter each comes from.
+    let mut origin: HashMap<(FuncId, usize), usize> = stacked.iter().map(|&i| ((entry, i), i)).collect();
     let mut marked: HashMap<FuncId, HashSet<usize>> = HashMap::new();
     marked.insert(entry, stacked.into_iter().collect());
     loop {
@@ -199,8 +234,10 @@ pub fn pipeline(m: &mut Module, entry: FuncId, opts: &Pipeline) -> R<Vec<Pipelin
                 }
                 let Some(c) = d.callee().and_then(|c| m.func_by_name(c)) else { continue };
                 for (j, &o) in d.operands.iter().enumerate() {
-                    if matches!(g.values[o].def, ValueDef::Param(p) if ps.contains(&p)) && !marked.get(&c).is_some_and(|s| s.contains(&j)) {
-                        more.push((c, j));
+                    if let ValueDef::Param(p) = g.values[o].def {
+                        if ps.contains(&p) && !marked.get(&c).is_some_and(|s| s.contains(&j)) {
+                            more.push((c, j, origin[&(id, p)]));
+                        }
                     }
                 }
             }
@@ -208,8 +245,9 @@ pub fn pipeline(m: &mut Module, entry: FuncId, opts: &Pipeline) -> R<Vec<Pipelin
         if more.is_empty() {
             break;
         }
-        for (c, j) in more {
+        for (c, j, o) in more {
             marked.entry(c).or_default().insert(j);
+            origin.entry((c, j)).or_insert(o);
         }
     }
     // The scans whose scanned operands include one.
@@ -247,6 +285,8 @@ pub fn pipeline(m: &mut Module, entry: FuncId, opts: &Pipeline) -> R<Vec<Pipelin
             micro: opts.microbatches,
             batch_axes: &batch_axes,
             what: &what,
+            origin: &origin,
+            tp,
         };
         let mut p = rewrite(m, id, i, &ctx, &mut names)?;
         p.differentiated = differentiated.contains(&m.funcs[id].name);
@@ -287,6 +327,9 @@ struct Ctx<'a> {
     micro: u64,
     batch_axes: &'a [String],
     what: &'a str,
+    /// The entry parameter each stacked function parameter comes from.
+    origin: &'a HashMap<(FuncId, usize), usize>,
+    tp: Option<&'a StagePartitioner<'a>>,
 }
 
 fn i32_scalar() -> TensorType {
@@ -357,9 +400,43 @@ fn rewrite(m: &mut Module, fid: FuncId, inst: Inst, cx: &Ctx, names: &mut FuncNa
             ),
         ));
     }
+    // Each scanned operand's split of one layer (dimensions 1.. of the entry
+    // parameter it comes from): tensor parallelism inside the stage.
+    let tp_dims: Vec<Vec<DimSharding>> = (c..d.operands.len())
+        .map(|k| {
+            let rank = op_ty[k].shape.len().saturating_sub(1);
+            let from = match f.values[d.operands[k]].def {
+                ValueDef::Param(p) => cx.origin.get(&(fid, p)).copied(),
+                ValueDef::Result(..) => None,
+            };
+            let e = &m.funcs[cx.entry];
+            from.and_then(|i| e.values[e.params[i]].sharding.as_ref()).map(|s| s.dims[1..].to_vec()).unwrap_or_else(|| vec![DimSharding::Replicated; rank])
+        })
+        .collect();
+    let mut tp_axes: Vec<String> = vec![];
+    for dims in &tp_dims {
+        for d in dims {
+            if let DimSharding::Axes(a) = d {
+                for x in a {
+                    if !tp_axes.contains(x) {
+                        tp_axes.push(x.clone());
+                    }
+                }
+            }
+        }
+    }
     for v in body.values.values() {
         if let Some(sh) = &v.sharding {
-            if sh.axes().any(|a| !cx.batch_axes.iter().any(|b| b == a)) {
+            if let Some(a) = sh.axes().find(|a| *a == cx.axis) {
+                return Err(prog(v.span, format!("unsupported: {what}: %{} of the layer @{callee} is constrained to be split over the stage axis {a}; a stage holds whole layers", v.name)));
+            }
+            if cx.tp.is_some() {
+                for a in sh.axes() {
+                    if !cx.batch_axes.iter().any(|b| b == a) && !tp_axes.iter().any(|t| t == a) {
+                        tp_axes.push(a.to_string());
+                    }
+                }
+            } else if sh.axes().any(|a| !cx.batch_axes.iter().any(|b| b == a)) {
                 return Err(prog(v.span, format!("unsupported: {what}: %{} of the layer @{callee} is constrained to be split over [{}]; inside a pipeline stage only the batch's split applies (tensor parallelism in stages is not supported yet)", v.name, sh.axes().collect::<Vec<_>>().join(", "))));
             }
         }
@@ -411,21 +488,99 @@ fn rewrite(m: &mut Module, fid: FuncId, inst: Inst, cx: &Ctx, names: &mut FuncNa
     // @B.stage: the layer on one micro-batch of one device.
     let stage_name = names.fresh(m, &format!("{callee}.stage"));
     let mut stage = batch::retyped(&body, &batched, rows, g * mm, &stage_name);
-    stage.kind = FuncKind::Spmd;
-    for v in stage.values.keys().collect::<Vec<_>>() {
-        stage.values[v].sharding = None;
+    for k in 0..stage.results.len() {
+        stage.results[k].ty = stage.values[stage.ret[k]].ty.clone();
+    }
+    if tp_axes.is_empty() {
+        stage.kind = FuncKind::Spmd;
+        for v in stage.values.keys().collect::<Vec<_>>() {
+            stage.values[v].sharding = None;
+        }
+    } else {
+        // Tensor parallelism inside the stage: the layer on one micro-batch,
+        // in the global view over the tensor-parallel axes (the weights split
+        // as their stack is, the activations replicated, the layer's own
+        // constraints without the batch's axes), partitioned by the SPMD
+        // partitioner into its per-device form with the collectives the
+        // split needs.
+        stage.kind = FuncKind::Global;
+        for v in stage.values.keys().collect::<Vec<_>>() {
+            if let Some(sh) = &mut stage.values[v].sharding {
+                for d in &mut sh.dims {
+                    if let DimSharding::Axes(a) = d {
+                        a.retain(|x| !cx.batch_axes.contains(x));
+                        if a.is_empty() {
+                            *d = DimSharding::Replicated;
+                        }
+                    }
+                }
+            }
+        }
+        for k in 0..stage.params.len() {
+            let v = stage.params[k];
+            stage.values[v].sharding = (k >= c).then(|| Sharding { dims: tp_dims[k - c].clone() });
+        }
+        for k in 0..stage.results.len() {
+            stage.results[k].sharding = None;
+        }
+        let mut one = m.clone();
+        one.funcs = Default::default();
+        one.end_comments.clear();
+        let id = one.funcs.push(stage);
+        let partition = cx.tp.expect("tensor-parallel axes only with a partitioner");
+        let mut local = partition(&one, id).map_err(|e| {
+            prog(
+                d.span,
+                format!("unsupported: {what}: the layer @{callee} does not partition over [{}] inside a stage: {e}", tp_axes.join(", ")),
+            )
+        })?;
+        local.name = stage_name.clone();
+        local.kind = FuncKind::Spmd;
+        local.ret_spans.resize(local.ret.len(), Span::NONE);
+        // A scan body: its parameters vary as what the scan passes them
+        // (the stage's axis, the batch's), so their `on` is left out.
+        for k in 0..local.params.len() {
+            let v = local.params[k];
+            local.values[v].sharding = None;
+        }
+        if let Some(&i) = local.body.iter().find(|&&i| !local.insts[i].callees.is_empty()) {
+            return Err(prog(d.span, format!("unsupported: {what}: the partitioned layer @{callee} calls @{}; a stage's layer is straight-line code", local.insts[i].callees[0])));
+        }
+        stage = local;
     }
     for k in 0..stage.results.len() {
         stage.results[k].sharding = None;
         stage.results[k].ty = stage.values[stage.ret[k]].ty.clone();
     }
     let per = layers / s;
-    let local_stacked = |t: &TensorType| with_dims(t, &[per], 1);
+    // One stage's slice of a stacked parameter: L/S layers, each split over
+    // its tensor-parallel axes; and its signature sharding.
+    let local_w: Vec<TensorType> = (c..d.operands.len())
+        .map(|k| {
+            let t = &op_ty[k];
+            let mut shape = vec![per];
+            for (i, &x) in t.shape[1..].iter().enumerate() {
+                shape.push(match &tp_dims[k - c][i] {
+                    DimSharding::Axes(a) => x / mesh.group_size(a.iter().map(String::as_str)),
+                    _ => x,
+                });
+            }
+            TensorType::new(t.dtype, shape)
+        })
+        .collect();
+    let w_sharding: Vec<Sharding> = tp_dims
+        .iter()
+        .map(|dims| {
+            let mut all = vec![DimSharding::Axes(vec![cx.axis.to_string()])];
+            all.extend(dims.iter().cloned());
+            Sharding { dims: all }
+        })
+        .collect();
     let act_ty: Vec<TensorType> = act.iter().map(|&k| op_ty[k].clone()).collect();
     let mb_ty: Vec<TensorType> = act_ty.iter().map(|t| with_dims(t, &[mb], 1)).collect();
     let mbs_ty: Vec<TensorType> = act_ty.iter().map(|t| with_dims(t, &[mm, mb], 1)).collect();
     let inv_ty: Vec<TensorType> = inv.iter().map(|&k| op_ty[k].clone()).collect();
-    let ws_ty: Vec<TensorType> = scanned.iter().map(|&k| local_stacked(&op_ty[k].clone())).collect();
+    let ws_ty: Vec<TensorType> = local_w.clone();
     let tick_name = names.fresh(m, &format!("{callee}.tick"));
     let driver_name = names.fresh(m, &format!("{callee}.pipeline"));
     let carry_names: Vec<String> = (0..c).map(|k| body.values[body.params[k]].name.clone()).collect();
@@ -449,6 +604,9 @@ fn rewrite(m: &mut Module, fid: FuncId, inst: Inst, cx: &Ctx, names: &mut FuncNa
             g,
             tick_name: tick_name.clone(),
             driver_name: driver_name.clone(),
+            ws_ty: local_w.clone(),
+            ws_sharding: w_sharding.clone(),
+            tp_axes: tp_axes.clone(),
         };
         return one_f_one_b(m, fid, inst, &d, cx, parts, names);
     }
@@ -529,11 +687,6 @@ fn rewrite(m: &mut Module, fid: FuncId, inst: Inst, cx: &Ctx, names: &mut FuncNa
         dims.extend(std::iter::repeat_n(DimSharding::Replicated, t.shape.len() - 1));
         Some(Sharding { dims })
     };
-    let stacked_sharding = |t: &TensorType| {
-        let mut dims = vec![DimSharding::Axes(vec![cx.axis.to_string()])];
-        dims.extend(std::iter::repeat_n(DimSharding::Replicated, t.shape.len() - 1));
-        Sharding { dims }
-    };
     let driver = {
         let sigs = signatures(m);
         let mut p = Function::new(&driver_name, FuncKind::Spmd);
@@ -557,7 +710,7 @@ fn rewrite(m: &mut Module, fid: FuncId, inst: Inst, cx: &Ctx, names: &mut FuncNa
         let ws: Vec<Value> = scanned
             .iter()
             .enumerate()
-            .map(|(j, &k)| param(&mut p, &slice_names[j], ws_ty[j].clone(), Some(stacked_sharding(&op_ty[k].clone()))))
+            .map(|(j, _)| param(&mut p, &slice_names[j], ws_ty[j].clone(), Some(w_sharding[j].clone())))
             .collect();
         let mut b = Builder::new(&mut p, &mesh, &sigs);
         // The weights made to vary along the batch's axes (JAX's `pvary`):
@@ -731,6 +884,7 @@ fn rewrite(m: &mut Module, fid: FuncId, inst: Inst, cx: &Ctx, names: &mut FuncNa
         batch_axes: cx.batch_axes.to_vec(),
         micro_rows: mb,
         differentiated: false,
+        tensor_axes: tp_axes,
     })
 }
 
@@ -752,6 +906,10 @@ struct Parts {
     g: u64,
     tick_name: String,
     driver_name: String,
+    /// One stage's slices of the stacked parameters, and their signature shardings.
+    ws_ty: Vec<TensorType>,
+    ws_sharding: Vec<Sharding>,
+    tp_axes: Vec<String>,
 }
 
 /// `--schedule 1f1b`: the training step's `grad` of the function holding
@@ -767,12 +925,6 @@ fn one_f_one_b(m: &mut Module, fid: FuncId, inst: Inst, d: &pjc_ir::InstData, cx
     let what = format!("{} --schedule 1f1b", cx.what);
     let (s, mm, mb, per) = (cx.stages, cx.micro, p.mb, p.per);
     let unsupported = |msg: String| prog(d.span, format!("unsupported: {what}: {msg}"));
-    if p.g > 1 {
-        return Err(unsupported(format!(
-            "the batch is split over [{}] as well; 1F1B is generated for a batch not split over other axes yet (GPipe takes it)",
-            cx.batch_axes.join(", ")
-        )));
-    }
     if p.act.len() != 1 || !p.inv.is_empty() {
         return Err(unsupported(format!(
             "scan %{} carries {} values; 1F1B takes one activation and nothing else",
@@ -852,7 +1004,8 @@ fn one_f_one_b(m: &mut Module, fid: FuncId, inst: Inst, d: &pjc_ir::InstData, cx
     let bpos: Vec<usize> = (0..hparams.len()).filter(|&i| i == 0 || head.values[hparams[i]].ty.shape.first() == Some(&p.rows)).collect();
     let batched = batch::batched_values(&head, &bpos, p.rows, &what).map_err(PipelineError::Program)?;
     let micro_name = names.fresh(m, &format!("{}.micro", p.fname));
-    let mut micro = batch::retyped(&head, &batched, p.rows, mm, &micro_name);
+    // One micro-batch of one device of the batch's axes (p.g of them).
+    let mut micro = batch::retyped(&head, &batched, p.rows, p.g * mm, &micro_name);
     micro.kind = FuncKind::Spmd;
     for v in micro.values.keys().collect::<Vec<_>>() {
         micro.values[v].sharding = None;
@@ -862,17 +1015,54 @@ fn one_f_one_b(m: &mut Module, fid: FuncId, inst: Inst, d: &pjc_ir::InstData, cx
     }
     let loss_ty = micro.results[0].ty.clone();
     let micro_ty: Vec<TensorType> = micro.params.iter().map(|&v| micro.values[v].ty.clone()).collect();
-    let head_ty: Vec<TensorType> = hparams.iter().map(|&v| f.values[v].ty.clone()).collect();
+    // The head's parameters on one device: the batched ones hold rows/g rows.
+    let head_ty: Vec<TensorType> = hparams
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let t = &f.values[v].ty;
+            if bpos.contains(&i) {
+                with_dims(t, &[t.shape[0] / p.g], 1)
+            } else {
+                t.clone()
+            }
+        })
+        .collect();
+    let batch_sharding = |rank: usize| {
+        (p.g > 1).then(|| {
+            let mut dims = vec![DimSharding::Axes(cx.batch_axes.to_vec())];
+            dims.extend(std::iter::repeat_n(DimSharding::Replicated, rank - 1));
+            Sharding { dims }
+        })
+    };
     m.funcs.push(micro);
     let mesh = m.mesh_or_single();
+    // @B.stage.dot's values vary along the stage axis and, with the batch
+    // split, along the batch's axes: each device's micro-batch differs, and
+    // so do the weights' gradients it computes, which are summed over the
+    // batch's axes once after the last micro-batch (not per tick, as the
+    // transpose of the weights' implicit broadcast would).
+    let mut vary_axes = vec![cx.axis.to_string()];
+    if p.g > 1 {
+        vary_axes.extend(cx.batch_axes.iter().cloned());
+    }
     let on_axis = |rank: usize| {
-        let mut dims = vec![DimSharding::Axes(vec![cx.axis.to_string()])];
+        let mut dims = vec![DimSharding::Axes(vary_axes.clone())];
         dims.extend(std::iter::repeat_n(DimSharding::Replicated, rank - 1));
         Some(Sharding { dims })
     };
+    let w_vary: Vec<Sharding> = p
+        .ws_sharding
+        .iter()
+        .map(|sh| {
+            let mut sh = sh.clone();
+            sh.dims[0] = DimSharding::Axes(vary_axes.clone());
+            sh
+        })
+        .collect();
     let act_ty = p.op_ty[a].clone();
     let mb_ty = with_dims(&act_ty, &[mb], 1);
-    let ws_ty: Vec<TensorType> = p.scanned.iter().map(|&k| with_dims(&p.op_ty[k], &[per], 1)).collect();
+    let ws_ty: Vec<TensorType> = p.ws_ty.clone();
     // @B.stage.dot: the stage's layers dotted with a cotangent, summed over
     // the stages (each stage's term depends on its own values only, so its
     // gradients are the stage's own VJP).
@@ -886,14 +1076,24 @@ fn one_f_one_b(m: &mut Module, fid: FuncId, inst: Inst, d: &pjc_ir::InstData, cx
             v
         };
         let x = param(&mut t, "x", mb_ty.clone());
-        let ws: Vec<Value> = p.scanned.iter().enumerate().map(|(j, _)| param(&mut t, &p.slice_names[j], ws_ty[j].clone())).collect();
+        let ws: Vec<Value> = p
+            .scanned
+            .iter()
+            .enumerate()
+            .map(|(j, _)| {
+                let v = param(&mut t, &p.slice_names[j], ws_ty[j].clone());
+                t.values[v].sharding = Some(w_vary[j].clone());
+                v
+            })
+            .collect();
         let ct = param(&mut t, "ct", mb_ty.clone());
         let mut b = Builder::new(&mut t, &mesh, &sigs);
         let y = stage_layers(&mut b, x, &ws, per, &p.stage_name, "y").map_err(|e| prog(d.span, format!("internal error: {what}: {e}")))?;
         let prod = b.build(Opcode::Mul, &[y, ct], vec![], "dot");
         let dims: Vec<i64> = (0..mb_ty.shape.len() as i64).collect();
         let sum = b.build(Opcode::Reduce, &[prod], vec![("dims", AttrValue::int_list(&dims)), ("kind", AttrValue::Ident("sum".into()))], "dot.sum");
-        let all = b.build(Opcode::AllReduce, &[sum], vec![("axes", axes_attr(cx.axis)), ("kind", AttrValue::Ident("sum".into()))], "dot.all");
+        let over = AttrValue::List(vary_axes.iter().map(|a| AttrValue::Ident(a.clone())).collect());
+        let all = b.build(Opcode::AllReduce, &[sum], vec![("axes", over), ("kind", AttrValue::Ident("sum".into()))], "dot.all");
         return_value(&mut t, all, None);
         t
     };
@@ -1039,7 +1239,9 @@ fn one_f_one_b(m: &mut Module, fid: FuncId, inst: Inst, d: &pjc_ir::InstData, cx
         let mut fp = vec![];
         for (i, (nm, ty)) in f_params.iter().enumerate() {
             let (ty, sh) = if let Some(j) = stacked.iter().position(|&k| k == i) {
-                (ws_ty[j].clone(), on_axis(ty.shape.len()))
+                (ws_ty[j].clone(), Some(p.ws_sharding[j].clone()))
+            } else if let Some(h) = head_pos(i).filter(|h| bpos.contains(h)) {
+                (head_ty[h].clone(), batch_sharding(ty.shape.len()))
             } else {
                 (ty.clone(), None)
             };
@@ -1083,11 +1285,27 @@ fn one_f_one_b(m: &mut Module, fid: FuncId, inst: Inst, d: &pjc_ir::InstData, cx
             )
             .map_err(|e| prog(d.span, format!("internal error: {what}: the tick scan does not type: {}", e.msg)))?;
         let nw = ws_ty.len();
-        let loss = b.build(Opcode::AllReduce, &[res[3 + nw]], vec![("axes", axes_attr(cx.axis)), ("kind", AttrValue::Ident("sum".into()))], "loss");
+        // The loss: the last stage's sum over its micro-batches, summed over
+        // the batch's devices too; the weights' gradients summed over the
+        // batch's devices once, after the last micro-batch.
+        let mut loss_axes = vec![AttrValue::Ident(cx.axis.to_string())];
+        loss_axes.extend(cx.batch_axes.iter().filter(|_| p.g > 1).map(|a| AttrValue::Ident(a.clone())));
+        let loss = b.build(Opcode::AllReduce, &[res[3 + nw]], vec![("axes", AttrValue::List(loss_axes)), ("kind", AttrValue::Ident("sum".into()))], "loss");
         let mut ret = vec![(loss, None)];
         for &w in &wrt {
             let j = stacked.iter().position(|&k| k == w).expect("wrt is the stacked parameters");
-            ret.push((res[3 + j], on_axis(ws_ty[j].shape.len())));
+            let gsum = if p.g > 1 {
+                let batch: Vec<AttrValue> = cx.batch_axes.iter().map(|a| AttrValue::Ident(a.clone())).collect();
+                b.build(
+                    Opcode::AllReduce,
+                    &[res[3 + j]],
+                    vec![("axes", AttrValue::List(batch)), ("kind", AttrValue::Ident("sum".into()))],
+                    &format!("{}.grad.all", p.slice_names[j]),
+                )
+            } else {
+                res[3 + j]
+            };
+            ret.push((gsum, Some(p.ws_sharding[j].clone())));
         }
         for (v, sh) in ret {
             return_value(&mut t, v, sh);
@@ -1117,6 +1335,7 @@ fn one_f_one_b(m: &mut Module, fid: FuncId, inst: Inst, d: &pjc_ir::InstData, cx
         batch_axes: cx.batch_axes.to_vec(),
         micro_rows: mb,
         differentiated: true,
+        tensor_axes: p.tp_axes,
     })
 }
 

@@ -29,6 +29,21 @@ pub struct Pipelined {
     pub micro_rows: u64,
     /// Whether a `grad` differentiates through it (a backward pass follows).
     pub differentiated: bool,
+    /// The axes each stage's layers are split over (tensor parallelism
+    /// inside a stage; empty when a stage's devices each hold whole layers).
+    pub tensor_axes: Vec<String>,
+}
+
+/// `explain`'s line on tensor parallelism inside a stage, if any.
+fn inside_stage(p: &Pipelined) -> String {
+    if p.tensor_axes.is_empty() {
+        return String::new();
+    }
+    format!(
+        "  inside a stage: its layers' weights are split over [{}] (tensor parallelism); @{} is the layer partitioned over them, with their collectives\n",
+        p.tensor_axes.join(", "),
+        p.stage
+    )
 }
 
 /// `--schedule`: the order in which stages run micro-batches.
@@ -125,12 +140,8 @@ pub fn explain(p: &Pipelined) -> String {
     );
     let held = if per == 1 { "layer k".to_string() } else { format!("layers {per}k..{per}k+{}", per - 1) };
     let _ = writeln!(out, "  stage k of {s} holds {held} of the {} stacked layers ({per} per stage) and never gathers the others", p.layers);
-    let over = if p.batch_axes.is_empty() {
-        String::new()
-    } else {
-        format!(", split over [{}]", p.batch_axes.join(", "))
-    };
-    let _ = writeln!(out, "  micro-batches: {m} of {} rows per device (batch of {} rows{over})", p.micro_rows, p.rows);
+    out.push_str(&inside_stage(p));
+    let _ = writeln!(out, "  micro-batches: {m} of {} rows per device (batch of {} rows{})", p.micro_rows, p.rows, batch_split(p));
     let _ = writeln!(
         out,
         "  per-stage program: @{} (ticks @{}, layers @{}); activations go to the next stage by collective_permute over [{}] shift=1{}",
@@ -182,6 +193,15 @@ pub fn explain(p: &Pipelined) -> String {
     out
 }
 
+/// How the batch is split over devices, for `explain`.
+fn batch_split(p: &Pipelined) -> String {
+    if p.batch_axes.is_empty() {
+        String::new()
+    } else {
+        format!(", split over [{}]", p.batch_axes.join(", "))
+    }
+}
+
 /// `pjc explain`'s section for a 1F1B pipeline.
 fn explain_1f1b(p: &Pipelined) -> String {
     let (s, m) = (p.stages, p.microbatches);
@@ -195,7 +215,8 @@ fn explain_1f1b(p: &Pipelined) -> String {
     );
     let held = if per == 1 { "layer k".to_string() } else { format!("layers {per}k..{per}k+{}", per - 1) };
     let _ = writeln!(out, "  stage k of {s} holds {held} of the {} stacked layers ({per} per stage) and never gathers the others", p.layers);
-    let _ = writeln!(out, "  micro-batches: {m} of {} rows per device (batch of {} rows)", p.micro_rows, p.rows);
+    out.push_str(&inside_stage(p));
+    let _ = writeln!(out, "  micro-batches: {m} of {} rows per device (batch of {} rows{})", p.micro_rows, p.rows, batch_split(p));
     let _ = writeln!(out, "  per-stage program: @{} (ticks @{}, layers @{}); activations go to the next stage by collective_permute over [{}] shift=1, their gradients back by shift=-1; the last stage takes the loss's gradient of each micro-batch it finishes", p.driver, p.tick, p.stage, p.axis);
     let (bn, bd) = (2 * (s - 1), t);
     let _ = writeln!(
