@@ -61,7 +61,7 @@ const MAX_OPEN: usize = 16;
 const HIDE: pjc_dialects::ring::Machine = pjc_dialects::ring::Machine::CPU;
 
 /// Arithmetic of a product or convolution (2 per multiply-add), else 0.
-pub(crate) fn flops(f: &Function, d: &pjc_ir::InstData) -> f64 {
+fn flops(f: &Function, d: &pjc_ir::InstData) -> f64 {
     let out = d.results.first().map_or(0.0, |&r| f.values[r].ty.num_elements() as f64);
     let shape = |k: usize| d.operands.get(k).map(|&o| f.values[o].ty.shape.clone()).unwrap_or_default();
     match d.op {
@@ -83,7 +83,7 @@ pub(crate) fn flops(f: &Function, d: &pjc_ir::InstData) -> f64 {
 
 /// Whether `flops` of compute take at least as long as an all-reduce of
 /// `bytes` over `n` devices by the ring formulas.
-pub(crate) fn hides(flops: f64, bytes: u64, n: u64) -> bool {
+fn hides(flops: f64, bytes: u64, n: u64) -> bool {
     let ar = pjc_dialects::CollectiveKind::AllReduce;
     let n = n.max(2);
     let t = ar.ring_messages(n) as f64 * HIDE.link_latency_us * 1e-6 + ar.ring_bytes(bytes, bytes, n) as f64 / (HIDE.link_gbps * 1e9);

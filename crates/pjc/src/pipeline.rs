@@ -273,9 +273,6 @@ impl Compilation {
             bodies.funcs.push(f.clone());
         }
         for mut f in funcs {
-            // The gradient all-reduce nothing later can hide is split with its
-            // product into chunks that pipeline (bitwise the same values).
-            pjc_partition::decompose_all_reduces(&mut f, &part.module.mesh_or_single());
             // One message for the all-reduces that can share one (bitwise the same values).
             pjc_partition::combine_all_reduces_in(&mut f, &part.module.mesh_or_single(), &bodies);
             single.funcs.push(f);
