@@ -114,13 +114,19 @@ pub fn try_conv<'t>(inst: &InstData, ins: &'t [Tensor], out: &TensorType, thread
         // enough and no element is too small for them; f32 otherwise.
         let macs = g.out_batch * g.out_sp.iter().product::<usize>() * g.k_sp.iter().product::<usize>() * g.cin_k * (g.cout / (g.fgc * g.bgc).max(1));
         let tiles = |t: &Tensor| matches!(&t.data, Buf::BF16(v) if crate::amx::fits(v));
-        let ct = if d == DType::BF16 && !wide && macs >= AMX_WORK && crate::amx::available() && tiles(x) && tiles(k) { DType::BF16 } else { ct };
+        let amx = d == DType::BF16 && !wide && macs >= AMX_WORK && crate::amx::available() && tiles(x) && tiles(k);
+        let grad = if amx { None } else { kernel_gradient(&dims, &g, x, k, ct, threads) };
+        if let Some(v) = grad {
+            v
+        } else {
+        let ct = if amx { DType::BF16 } else { ct };
         let (cx, ck) = (canon(x, &px, ct)?, canon(k, &pk, ct)?);
         match (&cx.data, &ck.data) {
             (Buf::BF16(xv), Buf::BF16(kv)) => Buf::F32(im2col_gemm(&g, xv, kv, threads, blas)),
             (Buf::F32(xv), Buf::F32(kv)) => Buf::F32(im2col_gemm(&g, xv, kv, threads, blas)),
             (Buf::F64(xv), Buf::F64(kv)) => Buf::F64(im2col_gemm(&g, xv, kv, threads, blas)),
             _ => return None,
+        }
         }
     };
     let result = Tensor::new(canon_out, data);
@@ -136,6 +142,187 @@ pub fn try_conv<'t>(inst: &InstData, ins: &'t [Tensor], out: &TensorType, thread
         Some(result)
     } else {
         crate::gemm::narrow(result, out.dtype, threads)
+    }
+}
+
+/// Rows of the contraction per block of [`kernel_gradient`] (its patch, all
+/// output positions' receptive rows, stays in a core's L2 cache).
+const GRAD_ROWS: usize = 256;
+
+/// A kernel gradient — few output positions (the kernel's taps), at least
+/// 16 output batch rows (input features; fewer make copies too short), a long
+/// contraction over the batch and the output gradient's positions — read in
+/// the layouts it comes in (the activations' features and the output
+/// gradient's features contiguous, as JAX writes them: `f01b_i01o->01bf` of
+/// NHWC tensors), with no canonical copies: per block of contraction rows
+/// (batch, gradient position), every output position's input row is copied
+/// into one patch (zeros where the window leaves the input), and one GEMM
+/// multiplies it with the block's output-gradient rows into the accumulator
+/// of all output positions at once. Threads take fixed ranges of rows and
+/// their accumulators add up in thread order (the same bits every run).
+/// `None` where the form or the layouts do not fit (the im2col path then
+/// takes it). The result is canonical: [output batch, output spatial..,
+/// output feature].
+fn kernel_gradient(dims: &pjc_tensor::ConvDims, g: &ConvGeometry, x: &Tensor, k: &Tensor, ct: DType, threads: usize) -> Option<Buf> {
+    let osz: usize = g.out_sp.iter().product();
+    let tsz: usize = g.k_sp.iter().product();
+    let rows = g.cin_k * tsz;
+    let xst = pjc_tensor::strides(&x.shape);
+    let kst = pjc_tensor::strides(&k.shape);
+    let fits = g.fgc * g.bgc == 1
+        && g.lhs_dil.iter().all(|&d| d == 1)
+        && osz <= 64
+        && g.out_batch >= 16
+        && rows >= 16 * GRAD_ROWS
+        && xst[dims.input_batch] == 1
+        && kst[dims.kernel_output_feature] == 1;
+    if !fits {
+        return None;
+    }
+    let widen = |t: &Tensor| -> Option<Tensor> {
+        if t.dtype() == ct {
+            return None;
+        }
+        crate::gemm::widen(t, ct, threads).or_else(|| pjc_tensor::convert(t, ct).ok())
+    };
+    let (wx, wk) = (widen(x), widen(k));
+    let (x, k) = (wx.as_ref().unwrap_or(x), wk.as_ref().unwrap_or(k));
+    let geo = Grad {
+        b: g.out_batch,
+        f: g.cout,
+        osz,
+        x_c: xst[dims.input_feature],
+        x_sp: dims.input_spatial.iter().map(|&d| xst[d]).collect(),
+        k_c: kst[dims.kernel_input_feature],
+        k_sp: dims.kernel_spatial.iter().map(|&d| kst[d]).collect(),
+    };
+    Some(match (&x.data, &k.data) {
+        (Buf::F32(xv), Buf::F32(kv)) => Buf::F32(geo.run(g, xv, kv, 1.0f32, threads)),
+        (Buf::F64(xv), Buf::F64(kv)) => Buf::F64(geo.run(g, xv, kv, 1.0f64, threads)),
+        _ => return None,
+    })
+}
+
+/// The sizes and element strides [`kernel_gradient`] reads its operands by.
+struct Grad {
+    /// Output batch (the input's batch label) and output features.
+    b: usize,
+    f: usize,
+    /// Output positions.
+    osz: usize,
+    /// Input strides: its feature label (the contraction's batch) and
+    /// spatial dims; its batch label has stride 1.
+    x_c: usize,
+    x_sp: Vec<usize>,
+    /// Kernel (output gradient) strides: input feature and spatial dims; its
+    /// output feature has stride 1.
+    k_c: usize,
+    k_sp: Vec<usize>,
+}
+
+impl Grad {
+    fn run<T: Copy + Default + Send + Sync + 'static + std::ops::Add<Output = T>>(&self, g: &ConvGeometry, x: &[T], k: &[T], one: T, threads: usize) -> Vec<T> {
+        use rayon::prelude::*;
+        let (b, f, osz) = (self.b, self.f, self.osz);
+        let n = g.in_sp.len();
+        let tsz: usize = g.k_sp.iter().product();
+        let rows = g.cin_k * tsz;
+        let t_st = pjc_tensor::strides(&g.k_sp);
+        let o_st = pjc_tensor::strides(&g.out_sp);
+        // Per spatial dim, the input position of (output position, tap) or
+        // usize::MAX (a hole).
+        let tables: Vec<Vec<usize>> = (0..n)
+            .map(|s| (0..g.out_sp[s] * g.k_sp[s]).map(|i| tap(g, s, i / g.k_sp[s], i % g.k_sp[s]).unwrap_or(usize::MAX)).collect())
+            .collect();
+        // Rows [r0, r1) into `acc` ([osz, b, f], accumulated).
+        let range = |r0: usize, r1: usize, acc: &mut [T]| {
+            let mut patch = vec![T::default(); GRAD_ROWS * osz * b];
+            let mut grad = vec![T::default(); GRAD_ROWS * f];
+            let mut r = r0;
+            while r < r1 {
+                let nr = GRAD_ROWS.min(r1 - r);
+                for (i, (prow, grow)) in patch.chunks_mut(osz * b).zip(grad.chunks_mut(f)).take(nr).enumerate() {
+                    let (c, t) = ((r + i) / tsz, (r + i) % tsz);
+                    let mut koff = c * self.k_c;
+                    let mut tc = [0usize; 10];
+                    for s in 0..n {
+                        tc[s] = t / t_st[s] % g.k_sp[s];
+                        koff += tc[s] * self.k_sp[s];
+                    }
+                    grow.copy_from_slice(&k[koff..koff + f]);
+                    for (o, dst) in prow.chunks_mut(b).enumerate() {
+                        let mut xoff = c * self.x_c;
+                        let mut hole = false;
+                        for s in 0..n {
+                            let p = tables[s][(o / o_st[s] % g.out_sp[s]) * g.k_sp[s] + tc[s]];
+                            if p == usize::MAX {
+                                hole = true;
+                                break;
+                            }
+                            xoff += p * self.x_sp[s];
+                        }
+                        if hole {
+                            dst.fill(T::default());
+                        } else {
+                            dst.copy_from_slice(&x[xoff..xoff + b]);
+                        }
+                    }
+                }
+                // acc[(o, i), j] += Σ_rr patch[rr, (o, i)] · grad[rr, j]:
+                // (osz·b) × f × nr, the patch read transposed.
+                // SAFETY: the patch holds nr rows of osz·b, the gradient nr
+                // rows of f and the accumulator osz·b rows of f.
+                unsafe {
+                    gemm::gemm(
+                        osz * b,
+                        f,
+                        nr,
+                        acc.as_mut_ptr(),
+                        1,
+                        f as isize,
+                        true,
+                        patch.as_ptr(),
+                        (osz * b) as isize,
+                        1,
+                        grad.as_ptr(),
+                        1,
+                        f as isize,
+                        one,
+                        one,
+                        false,
+                        false,
+                        false,
+                        gemm::Parallelism::None,
+                    );
+                }
+                r += nr;
+            }
+        };
+        let size = osz * b * f;
+        let parts = threads.clamp(1, rows / GRAD_ROWS);
+        let share = rows.div_ceil(parts);
+        let run = |p: usize| {
+            let mut acc = vec![T::default(); size];
+            range(p * share, rows.min((p + 1) * share), &mut acc);
+            acc
+        };
+        let accs: Vec<Vec<T>> = match crate::pool::pool(threads).filter(|_| parts > 1) {
+            Some(pool) => pool.install(|| (0..parts).into_par_iter().map(run).collect()),
+            None => (0..parts).map(run).collect(),
+        };
+        // [osz, b, f] summed in part order, to canonical [b, osz, f].
+        let mut out = vec![T::default(); size];
+        for i in 0..b {
+            for o in 0..osz {
+                let dst = &mut out[(i * osz + o) * f..][..f];
+                for acc in &accs {
+                    for (d, &v) in dst.iter_mut().zip(&acc[(o * b + i) * f..][..f]) {
+                        *d = *d + v;
+                    }
+                }
+            }
+        }
+        out
     }
 }
 
@@ -607,6 +794,34 @@ mod tests {
     }
 
     #[test]
+    fn kernel_gradients_read_in_place_like_the_reference() {
+        // JAX's weight gradients of NHWC convolutions: same padding, and a
+        // strided forward convolution's (the output gradient dilated).
+        let cases = [
+            Case { padding: &[(1, 1), (1, 1)], ..c("f01b_i01o->01bf", &[64, 12, 12, 16], &[64, 12, 12, 8]) },
+            Case { rhs_dil: &[2, 2], padding: &[(0, 1), (0, 1)], ..c("f01b_i01o->01bf", &[128, 13, 13, 16], &[128, 6, 6, 8]) },
+            Case { padding: &[(3, 3)], ..c("f0b_i0o->0bf", &[64, 70, 16], &[64, 70, 5]) },
+        ];
+        let mut seed = 31;
+        for case in &cases {
+            for (d, od) in [(DType::F32, DType::F32), (DType::F64, DType::F64), (DType::F16, DType::F32)] {
+                let (x, k) = (operand(d, case.x, &mut seed), operand(d, case.k, &mut seed));
+                let dims = pjc_tensor::parse_conv_dims(case.dims, case.x.len()).unwrap();
+                let us = |v: &[i64]| v.iter().map(|&a| a as usize).collect::<Vec<_>>();
+                let want = pjc_tensor::convolution(&x, &k, &dims, &us(case.strides), case.padding, &us(case.lhs_dil), &us(case.rhs_dil), 1, 1, od).unwrap();
+                let g = pjc_tensor::conv_geometry(&x.shape, &k.shape, &dims, &us(case.strides), case.padding, &us(case.lhs_dil), &us(case.rhs_dil), 1, 1).unwrap();
+                let ct = if od == DType::F64 { DType::F64 } else { DType::F32 };
+                assert!(kernel_gradient(&dims, &g, &x, &k, ct, 1).is_some(), "{} {:?} not read in place", case.dims, case.x);
+                let out = TensorType::new(od, want.shape.iter().map(|&s| s as u64).collect());
+                for threads in [1, 2, 3] {
+                    let got = try_conv(&inst(case), &[x.clone(), k.clone()], &out, threads, None).unwrap();
+                    close(&want, &got, Tolerance::EXACT).unwrap_or_else(|e| panic!("{} {:?} x {:?} ({d} -> {od}, {threads} threads): {e}", case.dims, case.x, case.k));
+                }
+            }
+        }
+    }
+
+    #[test]
     fn holes_still_meet_the_kernel() {
         // An infinite kernel value under a padding zero gives NaN, as in the reference.
         let case = Case { padding: &[(1, 0)], ..c("b0f_0io->b0f", &[1, 3, 1], &[2, 1, 1]) };
@@ -655,6 +870,37 @@ mod tests {
             close(&want, &got, Tolerance::EXACT).unwrap();
             let gop = 2.0 * (8 * 32 * 32 * 64 * 9 * 64) as f64 / 1e9;
             eprintln!("{d} -> {od}: reference {:.1} ms ({:.2} Gop/s), im2col + GEMM {:.1} ms ({:.1} Gop/s)", reference * 1e3, gop / reference, gemm * 1e3, gop / gemm);
+        }
+    }
+
+    /// The CNN benchmark's weight-gradient convolutions (benches/convnet):
+    /// `cargo test --release -p pjc-host --lib -- --ignored
+    /// weight_gradient_speed --nocapture`.
+    #[test]
+    #[ignore]
+    fn weight_gradient_speed() {
+        let cases = [
+            Case { padding: &[(1, 1), (1, 1)], ..c("f01b_i01o->01bf", &[64, 32, 32, 32], &[64, 32, 32, 32]) },
+            Case { padding: &[(1, 1), (1, 1)], ..c("f01b_i01o->01bf", &[64, 16, 16, 64], &[64, 16, 16, 64]) },
+            Case { padding: &[(1, 1), (1, 1)], ..c("f01b_i01o->01bf", &[64, 32, 32, 3], &[64, 32, 32, 32]) },
+            Case { padding: &[(1, 1), (1, 1)], ..c("f01b_i01o->01bf", &[8, 56, 56, 64], &[8, 56, 56, 64]) },
+        ];
+        let mut seed = 1;
+        for case in &cases {
+            let (x, k) = (operand(DType::F32, case.x, &mut seed), operand(DType::F32, case.k, &mut seed));
+            let dims = pjc_tensor::parse_conv_dims(case.dims, 4).unwrap();
+            let want = pjc_tensor::convolution(&x, &k, &dims, &[], case.padding, &[], &[], 1, 1, DType::F32).unwrap();
+            let out = TensorType::new(DType::F32, want.shape.iter().map(|&s| s as u64).collect());
+            let ins = [x, k];
+            let mut best = f64::MAX;
+            for _ in 0..5 {
+                let t0 = std::time::Instant::now();
+                let got = try_conv(&inst(case), &ins, &out, 2, None).unwrap();
+                best = best.min(t0.elapsed().as_secs_f64());
+                close(&want, &got, Tolerance::EXACT).unwrap();
+            }
+            let gflop = 2.0 * want.shape.iter().product::<usize>() as f64 * (case.x[0] * case.x[1] * case.x[2]) as f64 / 1e9;
+            eprintln!("{:?} x {:?}: {:.1} ms ({:.1} GFLOP/s)", case.x, case.k, best * 1e3, gflop / best);
         }
     }
 
