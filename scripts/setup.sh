@@ -17,6 +17,7 @@ APT_PACKAGES=(
   libopenmpi-dev openmpi-bin                    # OpenMPI: the multi-process runtime (pjc-runtime, rsmpi) and mpirun for its tests
   libclang1-22 libclang-common-22-dev           # libclang for bindgen in rsmpi's mpi-sys build (stddef.h comes from -common)
   libopenblas0-pthread                          # OpenBLAS: the tests cover the optional CBLAS path (PJC_BLAS) with it
+  libmlir-22-dev mlir-22-tools                  # MLIR 22: melior links it statically (--emit mlir, pjc import); mlir-opt-22 verifies in the tests
 )
 # What only the test job needs: Chromium for the HTML report's browser test
 # (crates/pjc/tests/report.rs), when PJC_REQUIRE_BROWSER=1 (.ci/run sets it;

@@ -37,6 +37,14 @@ enum Cmd {
         #[arg(long, default_value = "main")]
         entry: String,
     },
+    /// Read MLIR that pjc compile --emit mlir writes (global view) back into PIR:
+    /// prints the canonical PIR, or writes it to -o (docs/mlir.md).
+    Import {
+        file: PathBuf,
+        /// Write the PIR here instead of stdout.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
     /// Print the canonical text of a PIR file (which must be valid, as for check).
     Fmt {
         file: PathBuf,
@@ -296,6 +304,12 @@ enum Emit {
     LlvmUnopt,
     /// The NVPTX assembly of the plan's kernels (--gpu-arch, default sm_90).
     Ptx,
+    /// The program as MLIR in upstream dialects (func, arith, math, tensor,
+    /// linalg, shard), global view with its shardings, verified (docs/mlir.md).
+    Mlir,
+    /// The per-device program as MLIR, with shard collectives (docs/mlir.md).
+    #[value(name = "mlir-spmd")]
+    MlirSpmd,
 }
 
 /// `--emit plan --device cuda`: the plan the CUDA backend runs, then where
@@ -354,6 +368,21 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Compilation::load(&file, &entry, None)?;
             Ok(())
         }
+        Cmd::Import { file, output } => {
+            let name = file.display().to_string();
+            let text = std::fs::read_to_string(&file).map_err(|e| Failure::Env(format!("cannot read '{name}': {}", failure::io_reason(&e))))?;
+            // MLIR outside the subset is an invalid program: one line, exit 1.
+            let pir = pjc_mlir::import::import(&text).map_err(|e| Failure::Program(format!("error: {name}: {e}\n")))?;
+            let m = pjc_front::load(&pir).map_err(|d| {
+                Failure::Program(format!("error: {name}: the imported program is not valid PIR: {}\n", d.first().map_or("", |d| d.msg.as_str())))
+            })?;
+            let canonical = pjc_front::print_module(&m);
+            match output {
+                Some(out) => std::fs::write(&out, canonical).map_err(|e| Failure::Env(format!("cannot write '{}': {}", out.display(), failure::io_reason(&e))))?,
+                None => print!("{canonical}"),
+            }
+            Ok(())
+        }
         Cmd::Fmt { file, entry } => {
             // Exactly what `check` accepts (its entry function included), so
             // that fmt never prints a module that check rejects.
@@ -380,8 +409,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             pjc_codegen::ptx::check_arch(&gpu_arch).map_err(|e| Failure::Env(e.to_string()))?;
             let stage = match emit {
                 Some(Emit::Pir) => Stage::Expand,
-                Some(Emit::Sharded) => Stage::Propagate,
-                Some(Emit::Spmd) => Stage::Partition,
+                Some(Emit::Sharded | Emit::Mlir) => Stage::Propagate,
+                Some(Emit::Spmd | Emit::MlirSpmd) => Stage::Partition,
                 Some(Emit::Plan | Emit::Llvm | Emit::LlvmUnopt | Emit::Ptx) | None => Stage::Plan,
             };
             if emit.is_none() && output.is_none() && report.is_none() {
@@ -425,6 +454,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 (Some(Emit::Pir), _) => print!("{}", pjc_front::print_module(&c.module)),
                 (Some(Emit::Sharded), _) => print!("{}", pjc_front::print_module(&c.sharded())),
                 (Some(Emit::Spmd), _) => print!("{}", pjc_front::print_module(&c.partitioned.as_ref().expect("partitioned").module)),
+                (Some(Emit::Mlir), _) => print!("{}", pjc_mlir::to_mlir(&c.module, Some(&c.sharded()), pjc_mlir::View::Global).map_err(Failure::Env)?),
+                (Some(Emit::MlirSpmd), _) => print!("{}", pjc_mlir::to_mlir(&c.partitioned.as_ref().expect("partitioned").module, None, pjc_mlir::View::Spmd).map_err(Failure::Env)?),
                 (Some(Emit::Llvm), _) => print!("{}", pjc_codegen::emit_llvm(plan()).map_err(|e| Failure::Env(e.to_string()))?),
                 (Some(Emit::LlvmUnopt), _) => print!("{}", pjc_codegen::cpu::emit_llvm_unoptimized(plan()).map_err(|e| Failure::Env(e.to_string()))?),
                 (Some(Emit::Ptx), _) => print!("{}", pjc_codegen::emit_ptx(plan(), &gpu_arch).map_err(|e| Failure::Env(e.to_string()))?),
