@@ -269,6 +269,25 @@ fn loop_mode_checkpoints_and_resumes_on_the_same_pipeline_layout() {
 }
 
 #[test]
+fn loop_mode_resumes_a_tensor_parallel_1f1b_pipeline_bitwise() {
+    // [data=2, stage=2, model=2] at 8 processes, 1F1B: a run checkpointed at
+    // step 2 and resumed is the uninterrupted 4-step run, bit for bit.
+    let dir = common::scratch("pipeline-tp-loop");
+    let input = mlp_tp_inputs(&dir);
+    let exe = compile_schedule(&dir, MLP_TP, "data=2,stage=2,model=2", Some(2), "1f1b");
+    let full = run_with(8, &exe, &input, &dir.join("full.safetensors"), &["--steps", "4"]);
+    let ck = dir.join("ck");
+    let ck = ck.to_str().unwrap();
+    run_with(8, &exe, &input, &dir.join("part.safetensors"), &["--steps", "2", "--checkpoint", ck, "--checkpoint-every", "2"]);
+    let resumed = run_with(8, &exe, &input, &dir.join("resumed.safetensors"), &["--steps", "4", "--checkpoint", ck, "--resume"]);
+    assert_same_with(&full, &resumed, "resumed at step 2", Tolerance::BITWISE);
+    // The weights moved: the 4 steps are not the 2.
+    let part = pjc_tensor::read_safetensors(&dir.join("part.safetensors")).unwrap();
+    assert!(close(&part.iter().find(|(n, _)| n == "w1s").unwrap().1, &full.iter().find(|(n, _)| n == "w1s").unwrap().1, Tolerance::BITWISE).is_err());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn each_stage_holds_its_layers_and_sends_to_its_neighbours() {
     // Without --pipeline, spec section 6: the scan's dimension 0 is unsplit,
     // so the stacked weights are gathered.
