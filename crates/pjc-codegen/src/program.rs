@@ -275,7 +275,8 @@ pub fn build(plan: &Plan, targets: &[Target], opts: &Options<'_>) -> Result<Buil
         None
     };
     let cuda_kernels: Vec<&Kernel> = match &cuda {
-        Some(Ok(p)) => p.kernels().collect(),
+        // cuDNN steps' device kernels too: the fallback without libcudnn.
+        Some(Ok(p)) => pjc_host::device::ptx_kernels(p),
         _ => vec![],
     };
     let host_kernels: Vec<&Kernel> = plan.kernels().collect();

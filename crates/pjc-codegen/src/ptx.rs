@@ -875,7 +875,7 @@ fn build_module<'ctx>(
     plan: &Plan,
     tm: &TargetMachine,
 ) -> Result<Module<'ctx>, CodegenError> {
-    module_of(cx, &plan.name, plan.kernels(), tm, OptLevel::default())
+    module_of(cx, &plan.name, pjc_host::device::ptx_kernels(plan).into_iter(), tm, OptLevel::default())
 }
 
 /// The linked and optimized NVPTX module `name` holding `kernels`, each a

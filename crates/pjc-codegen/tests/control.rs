@@ -212,7 +212,7 @@ fn every_control_flow_plan_assembles_as_ptx() {
             let ptx = pjc_codegen::compile_ptx(&plan, "sm_90").map_err(|e| format!("PTX: {e}"))?;
             // The launch list holds every kernel of every block, in pre-order.
             let cuda = pjc_host::device::cuda_plan(&plan).map_err(|e| e.to_string())?;
-            let names: Vec<&str> = cuda.kernels().map(|k| k.name.as_str()).collect();
+            let names: Vec<&str> = pjc_host::device::ptx_kernels(&cuda).into_iter().map(|k| k.name.as_str()).collect();
             if ptx.kernels.iter().map(|k| k.name.as_str()).collect::<Vec<_>>() != names {
                 return Err("the PTX launch list does not follow the plan's kernels".into());
             }

@@ -25,12 +25,13 @@ fn check(
 ) -> Result<Vec<common::PtxasInfo>, String> {
     let m = pjc_codegen::compile_ptx(plan, arch)
         .map_err(|e| format!("{name}: emit_ptx {arch}: {e}"))?;
-    // The PTX holds the CUDA view's kernels: the plan's own and the device
-    // kernels of the library steps cuBLAS does not take.
+    // The PTX holds the CUDA view's kernels: the plan's own, the device
+    // kernels of the library steps cuBLAS and cuDNN do not take, and those
+    // of the cuDNN steps (their fallback without libcudnn).
     let cuda = pjc_host::device::cuda_plan(plan).map_err(|e| format!("{name}: {e}"))?;
     // One launch record per kernel, in order; kernels with one body share
     // one entry, which every other kernel's record names.
-    let names: Vec<&str> = cuda.kernels().map(|k| k.name.as_str()).collect();
+    let names: Vec<&str> = pjc_host::device::ptx_kernels(&cuda).into_iter().map(|k| k.name.as_str()).collect();
     let listed: Vec<&str> = m.kernels.iter().map(|k| k.name.as_str()).collect();
     if names != listed {
         return Err(format!("{name} {arch}: launch records {listed:?} for kernels {names:?}"));

@@ -10,8 +10,15 @@
 //!   whose strides cuBLAS accepts ([`gemm_args`]) is cuBLAS
 //!   `{S,D}gemmStridedBatched` or `GemmStridedBatchedEx` with f32 compute
 //!   (or nothing / a zero fill for empty products).
+//! - A `convolution` that [`crate::cudnn::cudnn_step`] maps (float operands
+//!   and result of one dtype, up to 3 spatial dims; forward, input gradient
+//!   or kernel gradient by its attributes) is one cuDNN call, with the
+//!   `cudnnTransformTensor` copies its layout or padding needs. The step
+//!   keeps its device kernels in the plan and the PTX ([`ptx_kernels`]): the
+//!   backend runs them instead when libcudnn cannot be loaded.
 //! - Every other library step (products of other dtypes or layouts,
-//!   convolutions, scatters, sort, top_k) runs its device kernels: the same
+//!   convolutions cuDNN does not take, scatters, sort, top_k) runs its
+//!   device kernels: the same
 //!   computation written as generated loop kernels by the planner (one, or a
 //!   short sequence through temporaries: sort's ranks), so the CPU tests that
 //!   run those kernels on the x86 JIT cover its logic.
@@ -167,6 +174,32 @@ pub fn cublas_of(plan: &Plan, step: &Step) -> Option<Cublas> {
     }
 }
 
+/// The cuDNN call of a plan step, if it is a convolution cuDNN takes.
+pub fn cudnn_of(plan: &Plan, step: &Step) -> Option<crate::cudnn::CudnnConv> {
+    match step {
+        Step::Library { inst, inputs, outputs, device, .. } if inputs.len() == 2 && outputs.len() == 1 && !device.is_empty() => {
+            let ty = |b: usize| &plan.buffers[b].ty;
+            crate::cudnn::cudnn_step(inst, ty(inputs[0]), ty(inputs[1]), ty(outputs[0]))
+        }
+        _ => None,
+    }
+}
+
+/// The kernels the PTX of a CUDA plan ([`cuda_plan`]) holds, in launch
+/// order: its kernel steps, and at each cuDNN step the device kernels that
+/// replace it when libcudnn is absent.
+pub fn ptx_kernels(cuda: &Plan) -> Vec<&pjc_plan::Kernel> {
+    let mut out = vec![];
+    for s in pjc_plan::control::preorder(&cuda.steps) {
+        match s {
+            Step::Kernel(k) => out.push(k),
+            Step::Library { device, .. } if cudnn_of(cuda, s).is_some() => out.extend(device.iter()),
+            _ => {}
+        }
+    }
+    out
+}
+
 /// A library step that has neither a cuBLAS mapping nor a device kernel.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("internal error: library step '{op}' of @{plan} has no device kernel and cuBLAS does not take it")]
@@ -175,8 +208,8 @@ pub struct NoDeviceForm {
     pub op: String,
 }
 
-/// The plan as the CUDA backend runs it: library steps cuBLAS takes stay
-/// library steps, every other one becomes its device kernel ([`cuda_routes`]
+/// The plan as the CUDA backend runs it: library steps cuBLAS or cuDNN takes
+/// stay library steps, every other one becomes its device kernel ([`cuda_routes`]
 /// decides, and refuses a step with neither).
 pub fn cuda_plan(plan: &Plan) -> Result<Plan, NoDeviceForm> {
     let routes = cuda_routes(plan)?;
@@ -211,6 +244,8 @@ pub enum Route {
     DeviceKernel { op: String },
     /// A cuBLAS call.
     Cublas(Cublas),
+    /// A cuDNN convolution (its device kernels the fallback).
+    Cudnn(crate::cudnn::CudnnConv),
     /// NCCL (or a device copy for a group of one).
     Collective,
     /// A loop or a switch: its blocks run on the device, driven by the host
@@ -231,6 +266,7 @@ impl fmt::Display for Route {
                 let times = if calls.len() > 1 { format!(" x{} calls", calls.len()) } else { String::new() };
                 write!(f, "cuBLAS {} {}{} m={} n={} k={} batch={}{times}", c.routine(), t(args.a), t(args.b), args.m, args.n, args.k, args.batch)
             }
+            Route::Cudnn(c) => write!(f, "{c}"),
             Route::Collective => write!(f, "NCCL"),
             Route::Control(what) => write!(f, "{what}"),
         }
@@ -253,8 +289,11 @@ pub fn cuda_routes(plan: &Plan) -> Result<Vec<Route>, NoDeviceForm> {
             })),
             Step::Library { inst, device, .. } => match cublas_of(plan, s) {
                 Some(c) => Ok(Route::Cublas(c)),
-                None if !device.is_empty() => Ok(Route::DeviceKernel { op: inst.op.to_string() }),
-                None => Err(NoDeviceForm { plan: plan.name.clone(), op: inst.op.to_string() }),
+                None => match cudnn_of(plan, s) {
+                    Some(c) => Ok(Route::Cudnn(c)),
+                    None if !device.is_empty() => Ok(Route::DeviceKernel { op: inst.op.to_string() }),
+                    None => Err(NoDeviceForm { plan: plan.name.clone(), op: inst.op.to_string() }),
+                },
             },
         })
         .collect()

@@ -19,6 +19,7 @@ pub mod amx;
 pub mod blas;
 pub mod conv;
 pub mod cpulevel;
+pub mod cudnn;
 pub mod device;
 pub mod gemm;
 pub mod intgemm;

@@ -97,7 +97,7 @@ fn cuda_backend_matches_the_reference() {
     let ptx = pjc_codegen::compile_ptx(plan, "sm_90");
     match &ptx {
         Ok(ptx) => {
-            let names: Vec<&str> = cuda.kernels().map(|k| k.name.as_str()).collect();
+            let names: Vec<&str> = pjc_host::device::ptx_kernels(&cuda).into_iter().map(|k| k.name.as_str()).collect();
             assert_eq!(ptx.kernels.iter().map(|k| k.name.as_str()).collect::<Vec<_>>(), names);
             assert!(ptx.kernels.iter().any(|k| k.required_block.is_some()), "a reduction kernel");
         }
@@ -206,7 +206,7 @@ fn cuda_backend_runs_control_flow() {
     let world = World::single();
     let ptx = pjc_codegen::compile_ptx(plan, "sm_90");
     if let Ok(ptx) = &ptx {
-        let names: Vec<&str> = cuda.kernels().map(|k| k.name.as_str()).collect();
+        let names: Vec<&str> = pjc_host::device::ptx_kernels(&cuda).into_iter().map(|k| k.name.as_str()).collect();
         assert_eq!(ptx.kernels.iter().map(|k| k.name.as_str()).collect::<Vec<_>>(), names);
     }
     let args = inputs(plan);

@@ -1,7 +1,8 @@
 // test: plan --device cuda
 // Where every step runs on the CUDA backend: cuBLAS takes the f32 product in
-// place and the bf16 one (GemmEx, computing in f32); the convolution and
-// scatter_add run as their device kernels; argmax and select_and_scatter_add are kernel sequences on every
+// place and the bf16 one (GemmEx, computing in f32); the convolution is
+// cuDNN's forward call (its HWIO kernel copied into KRSC order first);
+// scatter_add runs as its device kernel; argmax and select_and_scatter_add are kernel sequences on every
 // backend; axis_index loads this device's coordinate from an axis-index buffer.
 mesh [x=2]
 

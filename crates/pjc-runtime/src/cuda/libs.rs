@@ -1,6 +1,6 @@
 //! Finding the CUDA libraries at run time. The executable links none of them,
 //! so it starts on machines without CUDA; this module decides, once per
-//! process, whether the driver, cuBLAS and NCCL can be loaded, and says
+//! process, whether the driver, cuBLAS, cuDNN and NCCL can be loaded, and says
 //! clearly which one is missing and how to provide it.
 //!
 //! - The driver (`libcuda.so.1`) comes with the NVIDIA driver and is always on
@@ -12,6 +12,9 @@
 //!   searched for `libcublasLt.so.{13,12}` + `libcublas.so.{13,12}`, which are
 //!   loaded by full path and kept loaded: the loader then answers cudarc's
 //!   `libcublas.so.13` by soname with the copy already in the process.
+//! - cuDNN likewise ([`ensure_cudnn`]: `libcudnn.so.9` and its
+//!   sub-libraries from [`search_dirs`] when the loader lacks it). Without it
+//!   convolutions run their generated device kernels.
 //! - NCCL is loaded here, not by cudarc (whose candidates never include
 //!   `libnccl.so.2`, the name NVIDIA's packages ship): `libnccl.so.2` or
 //!   `libnccl.so` from the loader's path, else from [`search_dirs`]; its few
@@ -141,6 +144,59 @@ pub fn ensure_cublas() -> Result<(), String> {
         }
         Err(format!(
             "cuBLAS (libcublas.so.13 or libcublas.so.12) was not found: install it (NVIDIA's CUDA toolkit, or the pip package nvidia-cublas for CUDA 13 / nvidia-cublas-cu12) and put its directory in LD_LIBRARY_PATH or PJC_CUDA_LIB_PATH; searched the loader's path and {}",
+            describe(&dirs)
+        ))
+    })
+    .clone()
+}
+
+/// cuDNN's sub-libraries (cuDNN 9), loaded before `libcudnn.so.9` when it
+/// is loaded by path, so that its own `dlopen`s find them by soname.
+const CUDNN_PARTS: [&str; 7] = ["graph", "engines_precompiled", "engines_runtime_compiled", "heuristic", "ops", "cnn", "adv"];
+
+/// Makes cuDNN loadable by cudarc, once per process, like [`ensure_cublas`]:
+/// from the loader's path, else `libcudnn.so.9` (or `.8`) from
+/// [`search_dirs`] (the pip package nvidia-cudnn-cu12/-cu13 puts it under
+/// `nvidia/cudnn/lib`), its sub-libraries first. Returns cuDNN's version.
+pub fn ensure_cudnn() -> Result<usize, String> {
+    static DONE: OnceLock<Result<usize, String>> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let version = || {
+            // SAFETY: the library is loaded; the call only reads a constant.
+            let v = unsafe { cudarc::cudnn::sys::cudnnGetVersion() };
+            if v < 8000 {
+                Err(format!("cuDNN {v} is too old: cuDNN 8 or 9 is needed"))
+            } else {
+                Ok(v)
+            }
+        };
+        // SAFETY: only tries to dlopen the library.
+        if unsafe { cudarc::cudnn::sys::is_culib_present() } {
+            return version();
+        }
+        let dirs = search_dirs();
+        for major in ["9", "8"] {
+            let name = format!("libcudnn.so.{major}");
+            let Some(path) = find_in(&dirs, &[&name]) else { continue };
+            let dir = path.parent().expect("a file has a directory");
+            // SAFETY: loading NVIDIA's libraries runs only their initializers.
+            unsafe {
+                for part in CUDNN_PARTS {
+                    let p = dir.join(format!("libcudnn_{part}.so.{major}"));
+                    // A part that does not load (a missing optional
+                    // dependency) is left to cuDNN, which reports it.
+                    if let Ok(lib) = libloading::Library::new(&p) {
+                        keep(lib);
+                    }
+                }
+                keep(libloading::Library::new(&path).map_err(|e| format!("cannot load {}: {e}", path.display()))?);
+            }
+            if unsafe { cudarc::cudnn::sys::is_culib_present() } {
+                return version();
+            }
+        }
+        Err(format!(
+            "cuDNN (libcudnn.so.9 or libcudnn.so.8) was not found: install it (the pip package nvidia-cudnn-cu12 or nvidia-cudnn-cu13, or NVIDIA's cudnn9 system package) and put its directory in LD_LIBRARY_PATH or PJC_CUDA_LIB_PATH; searched the loader's path and {}",
             describe(&dirs)
         ))
     })

@@ -19,16 +19,20 @@
 //!   a `dot_general` cuBLAS takes stays a library step and runs as
 //!   `{S,D}gemmStridedBatched` (`pjc_host::device::cublas_step`: the
 //!   row-major product as its transpose; cuBLAS's default math mode, no TF32,
-//!   so f32 stays f32); every other library step (products of other dtypes
-//!   or layouts, convolutions, `scatter_add`) is its device kernel, generated
+//!   so f32 stays f32); a `convolution` `pjc_host::device::cudnn_of` maps
+//!   is one cuDNN call (`cuda/conv.rs`), or, when libcudnn does not load or
+//!   cuDNN refuses that step, its device kernels, which the PTX carries after
+//!   it; every other library step (products of other dtypes or layouts,
+//!   other convolutions, `scatter_add`) is its device kernel, generated
 //!   like every other kernel. Nothing runs on the host.
 //! - **Axis indices** (`axis_index`): the plan's axis-index buffers are
 //!   uploaded once with this device's mesh coordinates.
 //! - **Collectives**: NCCL on the same stream (`cuda/collective.rs`).
 //!
-//! [`libs`] decides where cuBLAS and NCCL come from.
+//! [`libs`] decides where cuBLAS, cuDNN and NCCL come from.
 
 mod collective;
+mod conv;
 pub mod geometry;
 pub mod libs;
 
@@ -148,6 +152,17 @@ fn cuda(what: &str) -> impl Fn(result::DriverError) -> RuntimeError + '_ {
     move |e| RuntimeError::Env(format!("{what}: {e}"))
 }
 
+/// The cuDNN call of a convolution step, or why it runs its device kernels
+/// (no libcudnn, or cuDNN refuses the descriptors or has no deterministic
+/// algorithm for them); `dnn` is the backend's handle, made on first use.
+fn cudnn_call(dnn: &mut Option<Result<conv::Dnn, String>>, stream: sys::CUstream, c: &pjc_host::cudnn::CudnnConv) -> Result<conv::Call, String> {
+    let h = dnn.get_or_insert_with(|| libs::ensure_cudnn().and_then(|v| guarded("creating the cuDNN handle", || conv::Dnn::new(stream, v))));
+    match h {
+        Ok(h) => guarded("preparing a cuDNN convolution", || conv::Call::new(h, c)),
+        Err(e) => Err(e.clone()),
+    }
+}
+
 /// One buffer's device memory: an allocation, or (a window of a scan,
 /// `owned` false) a slice of its whole buffer's, re-pointed each iteration.
 struct DevMem {
@@ -178,6 +193,15 @@ enum Exec {
         rhs: usize,
         out: usize,
     },
+    /// A convolution through cuDNN (`conv.rs`).
+    Cudnn {
+        call: conv::Call,
+        lhs: usize,
+        rhs: usize,
+        out: usize,
+    },
+    /// Steps run in order: a cuDNN step's device kernels, without cuDNN.
+    Seq(Vec<Exec>),
     /// Fill the output with zero bytes (a product with nothing to contract).
     Zero {
         out: usize,
@@ -209,6 +233,10 @@ pub struct CudaBackend {
     tables: Vec<GroupTable>,
     nccl: Option<&'static Nccl>,
     blas: Option<CudaBlas>,
+    /// cuDNN, when a convolution maps onto it and libcudnn loads (else
+    /// why not), and the scratch its steps share.
+    dnn: Option<Result<conv::Dnn, String>>,
+    dnn_scratch: Option<DevMem>,
     module: Option<sys::CUmodule>,
     /// This device's mesh and coordinates (for the axis-index buffers).
     mesh: Mesh,
@@ -274,6 +302,8 @@ impl CudaBackend {
             tables: tables.to_vec(),
             nccl: None,
             blas: None,
+            dnn: None,
+            dnn_scratch: None,
             module: None,
             mesh: mesh.clone(),
             coords: mesh.coords(world.rank() as u64),
@@ -388,6 +418,26 @@ impl CudaBackend {
             };
         }
         let mut kernels = ptx.kernels.iter();
+        let launch = |k: &pjc_plan::Kernel, pk: Option<&pjc_plan::PtxKernel>| -> Result<Exec, RuntimeError> {
+            let pk = pk.ok_or_else(|| RuntimeError::Internal(format!("kernel {} has no PTX launch information", k.name)))?;
+            if pk.name != k.name {
+                return Err(RuntimeError::Internal(format!("PTX kernel {} where the plan has {}", pk.name, k.name)));
+            }
+            Ok(match geometry::launch_geometry(pk.points, pk.vector_width, pk.required_block, cap) {
+                None => Exec::Skip,
+                Some((grid, block)) => {
+                    let name = CString::new(pk.entry.as_str()).map_err(|_| RuntimeError::Internal("a kernel name with NUL".into()))?;
+                    // SAFETY: the module is loaded; the name is NUL-terminated.
+                    let func = unsafe { result::module::get_function(module, name) }
+                        .map_err(cuda(&format!("kernel {} (entry {}) is not in the PTX", pk.name, pk.entry)))?;
+                    let args = pk.buffers.clone();
+                    Exec::Kernel { func, grid, block, args, n: pk.points as i64 }
+                }
+            })
+        };
+        // The scratch the cuDNN steps share (bytes).
+        let mut scratch = 0usize;
+        let stream = self.cu_stream();
         let mut needs_blas = false;
         let mut steps = vec![];
         // Per step in pre-order (control steps' blocks included), the
@@ -396,21 +446,17 @@ impl CudaBackend {
             let exec = match step {
                 // Driven by `run_control` through `Machine` (below).
                 Step::Control(_) => Exec::Skip,
-                Step::Kernel(k) => {
-                    let pk = kernels.next().ok_or_else(|| RuntimeError::Internal(format!("kernel {} has no PTX launch information", k.name)))?;
-                    if pk.name != k.name {
-                        return Err(RuntimeError::Internal(format!("PTX kernel {} where the plan has {}", pk.name, k.name)));
-                    }
-                    match geometry::launch_geometry(pk.points, pk.vector_width, pk.required_block, cap) {
-                        None => Exec::Skip,
-                        Some((grid, block)) => {
-                            let name = CString::new(pk.entry.as_str()).map_err(|_| RuntimeError::Internal("a kernel name with NUL".into()))?;
-                            // SAFETY: the module is loaded; the name is NUL-terminated.
-                            let func = unsafe { result::module::get_function(module, name) }
-                                .map_err(cuda(&format!("kernel {} (entry {}) is not in the PTX", pk.name, pk.entry)))?;
-                            let args = pk.buffers.clone();
-                            Exec::Kernel { func, grid, block, args, n: pk.points as i64 }
+                Step::Kernel(k) => launch(k, kernels.next())?,
+                Step::Library { inst, inputs, outputs, device, .. } if pjc_host::device::cublas_of(&self.plan, step).is_none() && pjc_host::device::cudnn_of(&self.plan, step).is_some() => {
+                    let conv = pjc_host::device::cudnn_of(&self.plan, step).expect("checked");
+                    // The device kernels follow in the PTX: the fallback.
+                    let fallback = device.iter().map(|k| launch(k, kernels.next())).collect::<Result<Vec<_>, _>>()?;
+                    match cudnn_call(&mut self.dnn, stream, &conv) {
+                        Ok(call) => {
+                            scratch = scratch.max(call.scratch_bytes());
+                            Exec::Cudnn { call, lhs: inputs[0], rhs: inputs[1], out: outputs[0] }
                         }
+                        Err(_) => Exec::Seq(fallback),
                     }
                 }
                 Step::Library { inst, inputs, outputs, .. } => match pjc_host::device::cublas_of(&self.plan, step) {
@@ -459,9 +505,13 @@ impl CudaBackend {
             .map_err(RuntimeError::Env)?;
             self.blas = Some(blas);
         }
+        if scratch > 0 {
+            self.dnn_scratch = Some(CudaBackend::alloc(scratch)?);
+        }
         self.steps = steps;
         Ok(())
     }
+
 
     /// Builds the NCCL communicators (collective over the world).
     fn connect(&mut self, world: &World) -> Result<(), RuntimeError> {
@@ -516,8 +566,12 @@ impl CudaBackend {
     }
 
     fn run_step(&self, si: usize) -> Result<(), RuntimeError> {
+        self.run_exec(&self.steps[si])
+    }
+
+    fn run_exec(&self, exec: &Exec) -> Result<(), RuntimeError> {
         let stream = self.cu_stream();
-        match &self.steps[si] {
+        match exec {
             Exec::Skip => Ok(()),
             Exec::Kernel { func, grid, block, args, n } => {
                 let mut vals: Vec<u64> = args.iter().map(|&b| self.bufs[b].ptr).collect();
@@ -532,6 +586,17 @@ impl CudaBackend {
                 unsafe { result::memset_d8_async(self.bufs[*out].ptr, 0, self.bufs[*out].bytes, stream) }.map_err(cuda("clearing a buffer"))
             }
             Exec::Gemm { operands, result, g, calls, lhs, rhs, out } => self.gemm(*operands, *result, g, calls, *lhs, *rhs, *out),
+            Exec::Cudnn { call, lhs, rhs, out } => {
+                let h = match &self.dnn {
+                    Some(Ok(h)) => h,
+                    _ => return Err(RuntimeError::Internal("a cuDNN step without cuDNN".into())),
+                };
+                let p = conv::Ptrs { lhs: self.bufs[*lhs].ptr, rhs: self.bufs[*rhs].ptr, out: self.bufs[*out].ptr, scratch: self.dnn_scratch.as_ref().map_or(0, |m| m.ptr) };
+                // SAFETY: the step's buffers have the plan's types the mapping
+                // was made for; the scratch holds the largest step's need.
+                unsafe { call.run(h, &p, stream) }.map_err(|e| RuntimeError::Env(format!("cuDNN {}: {e}", h.version)))
+            }
+            Exec::Seq(execs) => execs.iter().try_for_each(|e| self.run_exec(e)),
             Exec::Collective { group, input, output, op } => {
                 let scratch = |s: usize| self.scratch[s].as_ref().map_or(0, |m| m.ptr);
                 let p = collective::Ptrs { input: self.bufs[*input].ptr, output: self.bufs[*output].ptr, scratch: [scratch(0), scratch(1)] };
@@ -662,7 +727,14 @@ impl CudaBackend {
                 self.stream.synchronize().map_err(cuda("synchronizing the stream"))?;
                 let (name, cat, args) = match step {
                     Step::Kernel(k) => (k.name.clone(), "kernel", serde_json::json!({})),
-                    Step::Library { inst, .. } => (inst.op.to_string(), "gemm", serde_json::json!({})),
+                    Step::Library { inst, .. } => {
+                        let cat = match &self.steps[si] {
+                            Exec::Cudnn { .. } => "cudnn",
+                            Exec::Seq(_) => "kernel",
+                            _ => "gemm",
+                        };
+                        (inst.op.to_string(), cat, serde_json::json!({}))
+                    }
                     Step::Collective { inst, input, .. } => (inst.op.to_string(), "collective", serde_json::json!({"bytes": self.plan.buffers[*input].bytes()})),
                     Step::Control(_) => unreachable!("handled above"),
                 };
@@ -860,9 +932,12 @@ impl Drop for CudaBackend {
         collective::destroy(&self.groups, self.nccl);
         self.groups.clear();
         self.blas = None;
+        // cuDNN's descriptors, then its handle.
+        self.steps.clear();
+        self.dnn = None;
         // Buffers are places in the arena: only the arena is freed.
         self.bufs.clear();
-        for m in self.arena.take().into_iter().chain(self.scratch.iter_mut().filter_map(Option::take)).chain(self.carry_scratch.take()) {
+        for m in self.arena.take().into_iter().chain(self.scratch.iter_mut().filter_map(Option::take)).chain(self.carry_scratch.take()).chain(self.dnn_scratch.take()) {
             CudaBackend::free(m);
         }
         if let Some(m) = self.module.take() {
