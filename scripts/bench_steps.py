@@ -120,6 +120,23 @@ for name, xs, ks, st, pad in [("conv 3x3 64->64 [8,56,56]", (8, 56, 56, 64), (3,
     for _ in range(5):
         t = time.perf_counter(); f(x, k).block_until_ready(); best = min(best, time.perf_counter() - t)
     out.append({"name": name, "gflops": 2 * y.size * ks[0] * ks[1] * ks[2] / best / 1e9})
+def timed(f, *args):
+    f(*args).block_until_ready(); best = 1e9
+    for _ in range(5):
+        t = time.perf_counter(); f(*args).block_until_ready(); best = min(best, time.perf_counter() - t)
+    return best
+bf = lambda *s: jnp.asarray(np.random.rand(*s).astype(np.float32)).astype(jnp.bfloat16)
+a, b = bf(2048, 2048), bf(2048, 2048)
+f = jax.jit(lambda a, b: jnp.matmul(a, b, preferred_element_type=jnp.float32))
+out.append({"name": "bf16 2048^3 (f32 acc.)", "gflops": 2 * 2048**3 / timed(f, a, b) / 1e9})
+x, k = bf(8, 56, 56, 64), bf(3, 3, 64, 64)
+f = jax.jit(lambda x, k: jax.lax.conv_general_dilated(x, k, (1, 1), [(1, 1)] * 2, dimension_numbers=("NHWC", "HWIO", "NHWC")))
+out.append({"name": "conv 3x3 64->64 [8,56,56] bf16", "gflops": 2 * 8 * 56 * 56 * 64 * 9 * 64 / timed(f, x, k) / 1e9})
+# Kernel gradients as jax.grad writes them: activations and output gradient NHWC.
+for name, xs in [("conv 3x3 64->64 kernel gradient [8,56,56]", (8, 56, 56, 64)), ("conv 3x3 64->64 kernel gradient [64,16,16] (CNN)", (64, 16, 16, 64))]:
+    x = jnp.asarray(np.random.rand(*xs).astype(np.float32)); dy = jnp.asarray(np.random.rand(*xs).astype(np.float32))
+    f = jax.jit(lambda x, dy: jax.lax.conv_general_dilated(x, dy, (1, 1), [(1, 1)] * 2, dimension_numbers=("CHWN", "IHWO", "HWNC")))
+    out.append({"name": name, "gflops": 2 * 9 * 64 * 64 * xs[0] * xs[1] * xs[2] / timed(f, x, dy) / 1e9})
 print(json.dumps(out))
 '''
 

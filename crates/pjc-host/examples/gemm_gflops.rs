@@ -1,6 +1,6 @@
 //! GFLOP/s of `dot_general` library steps on this machine (a benchmark, not a
-//! test): square f32/f64 products, the products of a GPT block and
-//! convolutions of ResNet-50, each through the library-step code
+//! test): square f32/f64/bf16 products, the products of a GPT block and
+//! convolutions of ResNet-50 (f32, bf16, i8) and the CNN's kernel gradient, each through the library-step code
 //! (`pjc_host::gemm::try_dot`, `pjc_host::conv::try_conv`) the executables run.
 //!
 //!     cargo run --release -p pjc-host --example gemm_gflops [THREADS]
@@ -21,6 +21,10 @@ fn inst(lb: &[i64], rb: &[i64], lc: &[i64], rc: &[i64]) -> InstData {
 
 fn tensor(d: DType, shape: &[usize]) -> Tensor {
     let n: usize = shape.iter().product();
+    if d.is_int() {
+        let v: Vec<i128> = (0..n).map(|i| (i * 7919 % 255) as i128 - 127).collect();
+        return Tensor::new(shape.to_vec(), Buf::from_i128(d, &v));
+    }
     let v: Vec<f64> = (0..n).map(|i| ((i * 7919 % 1000) as f64) / 1000.0 - 0.5).collect();
     Tensor::new(shape.to_vec(), Buf::from_f64(d, &v))
 }
@@ -60,20 +64,25 @@ fn main() {
     // Convolutions of ResNet-50's shapes: forward (NHWC), and kernel
     // gradients written as JAX writes them (the activations with the batch as
     // features, the output gradient as the kernel).
-    let convs: Vec<(&str, Vec<usize>, Vec<usize>, &str, i64, i64, Vec<usize>)> = vec![
-        ("conv 3x3 64->64 [8,56,56]", vec![8, 56, 56, 64], vec![3, 3, 64, 64], "b01f_01io->b01f", 1, 1, vec![8, 56, 56, 64]),
-        ("conv 1x1 256->64 [8,56,56]", vec![8, 56, 56, 256], vec![1, 1, 256, 64], "b01f_01io->b01f", 1, 0, vec![8, 56, 56, 64]),
-        ("conv 7x7/2 3->64 [8,224,224]", vec![8, 224, 224, 3], vec![7, 7, 3, 64], "b01f_01io->b01f", 2, 3, vec![8, 112, 112, 64]),
-        ("conv 1x1 256->64 kernel gradient [8,56,56]", vec![8, 56, 56, 256], vec![8, 56, 56, 64], "f01b_i01o->01bf", 1, 0, vec![1, 1, 256, 64]),
-        ("conv 3x3 64->64 kernel gradient [8,56,56]", vec![8, 56, 56, 64], vec![8, 56, 56, 64], "f01b_i01o->01bf", 1, 1, vec![3, 3, 64, 64]),
+    // (name, dtype, result dtype, input, kernel, dims, stride, padding, output)
+    #[allow(clippy::type_complexity)]
+    let convs: Vec<(&str, DType, DType, Vec<usize>, Vec<usize>, &str, i64, i64, Vec<usize>)> = vec![
+        ("conv 3x3 64->64 [8,56,56]", DType::F32, DType::F32, vec![8, 56, 56, 64], vec![3, 3, 64, 64], "b01f_01io->b01f", 1, 1, vec![8, 56, 56, 64]),
+        ("conv 3x3 64->64 [8,56,56] bf16", DType::BF16, DType::BF16, vec![8, 56, 56, 64], vec![3, 3, 64, 64], "b01f_01io->b01f", 1, 1, vec![8, 56, 56, 64]),
+        ("conv 3x3 64->64 [8,56,56] i8 -> i32 (Gop/s)", DType::I8, DType::I32, vec![8, 56, 56, 64], vec![3, 3, 64, 64], "b01f_01io->b01f", 1, 1, vec![8, 56, 56, 64]),
+        ("conv 1x1 256->64 [8,56,56]", DType::F32, DType::F32, vec![8, 56, 56, 256], vec![1, 1, 256, 64], "b01f_01io->b01f", 1, 0, vec![8, 56, 56, 64]),
+        ("conv 7x7/2 3->64 [8,224,224]", DType::F32, DType::F32, vec![8, 224, 224, 3], vec![7, 7, 3, 64], "b01f_01io->b01f", 2, 3, vec![8, 112, 112, 64]),
+        ("conv 1x1 256->64 kernel gradient [8,56,56]", DType::F32, DType::F32, vec![8, 56, 56, 256], vec![8, 56, 56, 64], "f01b_i01o->01bf", 1, 0, vec![1, 1, 256, 64]),
+        ("conv 3x3 64->64 kernel gradient [8,56,56]", DType::F32, DType::F32, vec![8, 56, 56, 64], vec![8, 56, 56, 64], "f01b_i01o->01bf", 1, 1, vec![3, 3, 64, 64]),
+        ("conv 3x3 64->64 kernel gradient [64,16,16] (CNN)", DType::F32, DType::F32, vec![64, 16, 16, 64], vec![64, 16, 16, 64], "f01b_i01o->01bf", 1, 1, vec![3, 3, 64, 64]),
     ];
-    for (name, xs, ks, dims, stride, pad, so) in convs {
-        let (x, k) = (tensor(DType::F32, &xs), tensor(DType::F32, &ks));
+    for (name, d, od, xs, ks, dims, stride, pad, so) in convs {
+        let (x, k) = (tensor(d, &xs), tensor(d, &ks));
         let mut i = InstData::new(Opcode::Convolution);
         i.set_attr("dims", AttrValue::Str(dims.into()));
         i.set_attr("window_strides", AttrValue::int_list(&[stride, stride]));
         i.set_attr("padding", AttrValue::List(vec![AttrValue::int_list(&[pad, pad]); 2]));
-        let out = TensorType::new(DType::F32, so.iter().map(|&x| x as u64).collect());
+        let out = TensorType::new(od, so.iter().map(|&x| x as u64).collect());
         // Output elements times the multiply-adds of each: the kernel's taps
         // and input features (forward), or every input position (gradients).
         let per_out = if dims.starts_with('f') { xs[0] * xs[1] * xs[2] } else { ks[0] * ks[1] * ks[2] };
