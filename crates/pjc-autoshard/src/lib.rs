@@ -169,6 +169,22 @@ pub fn evaluate(p: &Problem, m: &Machine, assign: &Assign) -> Estimate {
     e
 }
 
+/// Drops from the memory model the values the fusion planner keeps inside a
+/// kernel (an elementwise chain's intermediates are never stored): only the
+/// values it gives a buffer, and the parameters and results, are live. The
+/// plan of the unsharded program stands for the sharded one's (partitioning
+/// cuts fusions only at collectives). A program the planner refuses keeps
+/// every value.
+fn fused_away(p: &mut Problem) {
+    let Ok(plan) = pjc_fusion::plan(&p.f) else {
+        return;
+    };
+    let stored: std::collections::HashSet<&str> = plan.buffers.iter().map(|b| b.name.as_str()).collect();
+    let kept: std::collections::HashSet<pjc_ir::Value> = p.f.params.iter().chain(&p.f.ret).copied().collect();
+    let f = &p.f;
+    p.live.retain(|&(v, _, _)| kept.contains(&v) || stored.contains(f.values[v].name.as_str()));
+}
+
 /// Chooses shardings for the unannotated values of `entry` and writes them
 /// into `m` (entry parameters and results, and the entry's own values). On a
 /// solver failure (no plan fits the memory limit, the time limit passed
@@ -212,7 +228,8 @@ pub fn auto_shard(m: &mut Module, entry: FuncId, opts: &Options) -> Report {
             return report;
         }
     };
-    let p = Problem::new(inlined, mesh.clone());
+    let mut p = Problem::new(inlined, mesh.clone());
+    fused_away(&mut p);
     report.nodes = p.nodes.len();
     report.phases.push(("inline and build the problem".into(), t0.elapsed().as_secs_f64()));
     let machine = &opts.machine;

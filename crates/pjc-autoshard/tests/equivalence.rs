@@ -124,7 +124,7 @@ fn transformer_block_auto_sharded_computes_the_same() {
 /// the partitioned program then completes partial sums with collectives.
 #[test]
 fn memory_limited_plans_split_weights_and_compute_the_same() {
-    let plan = check("benches/partition/transformer_block.pir", 58_000);
+    let plan = check("benches/partition/transformer_block.pir", 50_000);
     assert!(plan.iter().any(|(n, s)| n.starts_with('w') && s.contains("model")), "no weight split: {plan:?}");
     let plan = check("benches/partition/megatron_mlp.pir", 1_300_000);
     assert!(split(&plan, "w1").contains("model") || split(&plan, "w2").contains("model"), "{plan:?}");

@@ -230,3 +230,21 @@ fn copies_of_a_layer_share_a_decision() {
     let per_layer = |r: &Report, l: f64| r.estimate.step() / l;
     assert!((per_layer(&r12, 12.0) / per_layer(&r2, 2.0) - 1.0).abs() < 0.05, "{}\n{}", r2.text(), r12.text());
 }
+
+/// The memory model counts what the fusion planner stores: an elementwise
+/// chain's intermediates live inside one kernel, so the all-replicated peak
+/// is the parameter and the result, not the chain's values as well.
+#[test]
+fn fused_intermediates_take_no_memory() {
+    let src = "mesh [data=2]
+func @main(%x: f32[256,256]) -> (y: f32[256,256]) {
+  %a = tanh %x
+  %b = exp %a
+  %y = sqrt %b
+  return %y
+}
+";
+    let (_, r) = run(src, u64::MAX);
+    let bytes = 256.0 * 256.0 * 4.0;
+    assert_eq!(r.baseline.peak, 2.0 * bytes, "{}", r.text());
+}
