@@ -32,6 +32,9 @@ use inkwell::module::Linkage;
 use inkwell::targets::FileType;
 use pjc_plan::kernel::{distinct, symbol_of, Distinct, Kernel};
 use pjc_plan::{CpuLevel, Plan, PtxKernel, PtxModule};
+use inkwell::targets::TargetMachine;
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -172,7 +175,11 @@ fn sources_hash() -> &'static [u8; 32] {
 /// What besides the body and the target the code depends on.
 fn fingerprint(t: &Target, opt: OptLevel) -> Vec<u8> {
     let (maj, min, patch) = inkwell::support::get_llvm_version();
-    let mut f = format!("pjc {} llvm {maj}.{min}.{patch} target {} {}\n", pjc_plan::artifact::PJC_VERSION, t.name(), opt.pipeline()).into_bytes();
+    let pipeline = match t {
+        Target::Host(_) => opt.host_pipeline(),
+        Target::Ptx(_) => opt.ptx_pipeline(),
+    };
+    let mut f = format!("pjc {} llvm {maj}.{min}.{patch} target {} {pipeline}\n", pjc_plan::artifact::PJC_VERSION, t.name()).into_bytes();
     f.extend(sources_hash());
     match t {
         Target::Host(_) => f.extend(cpu::libmvec_signature().as_bytes()),
@@ -196,11 +203,32 @@ fn renamed(k: &Kernel, symbol: &str) -> Kernel {
     k
 }
 
+thread_local! {
+    /// This thread's target machines, one per target. Creating one, and its
+    /// subtarget on first use, is a fixed cost per module otherwise (about a
+    /// tenth of a small kernel's LLVM time); the code a machine emits depends
+    /// only on the module and the target, not on what it emitted before.
+    static MACHINES: RefCell<Vec<(Target, Rc<TargetMachine>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// This thread's target machine for `t`.
+fn machine(t: &Target) -> Result<Rc<TargetMachine>, CodegenError> {
+    if let Some(tm) = MACHINES.with_borrow(|ms| ms.iter().find(|(m, _)| m == t).map(|(_, tm)| tm.clone())) {
+        return Ok(tm);
+    }
+    let tm = Rc::new(match t {
+        Target::Host(level) => cpu::target_machine(level.name())?,
+        Target::Ptx(arch) => ptx::target_machine(arch)?,
+    });
+    MACHINES.with_borrow_mut(|ms| ms.push((t.clone(), tm.clone())));
+    Ok(tm)
+}
+
 /// The x86-64 object of one body, its function named `symbol`.
 fn host_object(k: &Kernel, symbol: &str, level: CpuLevel, opt: OptLevel) -> Result<Vec<u8>, CodegenError> {
     let cx = Context::create();
     let cpu = level.name();
-    let tm = cpu::target_machine(cpu)?;
+    let tm = machine(&Target::Host(level))?;
     let m = cpu::module_of(&cx, symbol, [&renamed(k, symbol)], cpu, &tm)?;
     cpu::optimize_at(&m, &tm, opt)?;
     let buf = tm.write_to_memory_buffer(&m, FileType::Object).map_err(|e| CodegenError::Llvm(e.to_string()))?;
@@ -211,7 +239,8 @@ fn host_object(k: &Kernel, symbol: &str, level: CpuLevel, opt: OptLevel) -> Resu
 /// named `symbol` and every other name it defines prefixed with it.
 fn ptx_unit(k: Option<&Kernel>, symbol: &str, arch: &str, opt: OptLevel) -> Result<String, CodegenError> {
     let cx = Context::create();
-    let tm = ptx::target_machine(arch)?;
+    ptx::check_arch(arch)?;
+    let tm = machine(&Target::Ptx(arch.to_string()))?;
     let k = k.map(|k| renamed(k, symbol));
     let m = ptx::module_of(&cx, symbol, k.as_ref(), &tm, opt)?;
     for f in m.get_functions() {

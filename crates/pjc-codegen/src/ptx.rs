@@ -929,7 +929,7 @@ pub(crate) fn module_of<'ctx, 'k>(
     }
     let opts = PassBuilderOptions::create();
     module
-        .run_passes(opt.pipeline(), tm, opts)
+        .run_passes(opt.ptx_pipeline(), tm, opts)
         .map_err(|e| CodegenError::Llvm(e.to_string()))?;
     if let Some(f) = module
         .get_functions()

@@ -362,7 +362,7 @@ fn timings_report(stages: &[(&str, std::time::Duration)], stats: &[pjc_codegen::
         Some(c) => format!("cache {}", c.dir().display()),
         None => "no cache".into(),
     };
-    s.push_str(&format!("code generation: {} thread(s), LLVM {}, {cache}\n", a.jobs, a.opt.pipeline()));
+    s.push_str(&format!("code generation: {} thread(s), LLVM {}, {cache}\n", a.jobs, a.opt.describe()));
     for t in stats {
         s.push_str(&format!(
             "  {:<10} kernels: {} total, {} distinct; {} compiled, {} cached; {:.1} ms of thread time\n",

@@ -93,8 +93,9 @@ enum Cmd {
         /// compile cache (PJC_CACHE=off does the same; PJC_CACHE_DIR moves it).
         #[arg(long)]
         no_cache: bool,
-        /// LLVM optimization level of the kernels: 1, 2 (default) or 3; -O1
-        /// compiles faster but leaves loops unvectorized (docs/cli.md).
+        /// LLVM optimization of the kernels: loops (default: pjc's passes for
+        /// its loops), or LLVM's levels 1, 2 or 3; -O1 leaves loops
+        /// unvectorized (docs/cli.md).
         #[arg(short = 'O', value_name = "LEVEL")]
         opt: Option<String>,
         /// Print how long each stage took and how many kernels were compiled
@@ -400,7 +401,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             let opt = match opt {
                 None => pjc_codegen::OptLevel::default(),
-                Some(o) => pjc_codegen::OptLevel::parse(&o).ok_or_else(|| Failure::Env(format!("-O{o}: the optimization level is 1, 2 or 3")))?,
+                Some(o) => pjc_codegen::OptLevel::parse(&o).ok_or_else(|| Failure::Env(format!("-O{o}: the optimization level is loops, 1, 2 or 3")))?,
             };
             if device != Device::Cpu && emit != Some(Emit::Plan) {
                 return Err(Failure::Env("--device only applies to --emit plan (an executable carries both backends and picks one at run time)".into()));

@@ -103,7 +103,7 @@ fn parallel_and_cached_executables_are_bitwise_the_serial_uncached_one() {
     let cache = dir.join("cache");
     let serial = dir.join("serial.bin");
     let t = ok(&compile(&src, &serial, &["-j", "1", "--no-cache"], &[]));
-    assert!(t.contains("code generation: 1 thread(s), LLVM default<O2>, no cache"), "{t}");
+    assert!(t.contains("code generation: 1 thread(s), LLVM loop passes (PTX default<O2>), no cache"), "{t}");
     let c = counts(&t);
     assert!(!c.is_empty(), "{t}");
     for (target, total, distinct, compiled, cached) in &c {
@@ -168,23 +168,32 @@ fn optimization_levels_have_their_own_cache_entries() {
     std::fs::write(&src, stack(2, "1e-05")).unwrap();
     let cache = dir.join("cache");
     let env = [("PJC_CACHE_DIR", cache.as_path())];
-    let o2 = ok(&compile(&src, &dir.join("o2.bin"), &[], &env));
-    assert!(o2.contains("LLVM default<O2>"), "{o2}");
+    let dflt = ok(&compile(&src, &dir.join("loops.bin"), &[], &env));
+    assert!(dflt.contains("LLVM loop passes (PTX default<O2>)"), "{dflt}");
     let o1 = ok(&compile(&src, &dir.join("o1.bin"), &["-O1"], &env));
     assert!(o1.contains("LLVM default<O1>"), "{o1}");
     for (target, _, distinct, compiled, cached) in counts(&o1) {
-        assert_eq!((compiled, cached), (distinct, 0), "{target}: -O1 must not reuse -O2's code\n{o1}");
+        assert_eq!((compiled, cached), (distinct, 0), "{target}: -O1 must not reuse the default level's code\n{o1}");
     }
-    let o2_again = ok(&compile(&src, &dir.join("o2b.bin"), &["-O", "2"], &env));
-    for (target, _, distinct, _, cached) in counts(&o2_again) {
-        assert_eq!(cached, distinct, "{target}\n{o2_again}");
+    // -O2 shares only the PTX with the default level (the same pipeline there).
+    let o2 = ok(&compile(&src, &dir.join("o2.bin"), &["-O2"], &env));
+    assert!(o2.contains("LLVM default<O2>"), "{o2}");
+    for (target, _, distinct, compiled, cached) in counts(&o2) {
+        let want = if target.starts_with("sm_") { (0, distinct) } else { (distinct, 0) };
+        assert_eq!((compiled, cached), want, "{target}\n{o2}");
     }
-    assert!(std::fs::read(dir.join("o2.bin")).unwrap() == std::fs::read(dir.join("o2b.bin")).unwrap());
-    assert!(std::fs::read(dir.join("o2.bin")).unwrap() != std::fs::read(dir.join("o1.bin")).unwrap());
+    let again = ok(&compile(&src, &dir.join("loops2.bin"), &["-O", "loops"], &env));
+    for (target, _, distinct, _, cached) in counts(&again) {
+        assert_eq!(cached, distinct, "{target}\n{again}");
+    }
+    let bytes = |n: &str| std::fs::read(dir.join(n)).unwrap();
+    assert!(bytes("loops.bin") == bytes("loops2.bin"));
+    assert!(bytes("loops.bin") != bytes("o1.bin"));
+    assert!(bytes("loops.bin") != bytes("o2.bin"));
     let bad = compile(&src, &dir.join("o4.bin"), &["-O4"], &env);
     let err = String::from_utf8_lossy(&bad.stderr);
     assert_eq!(bad.status.code(), Some(2), "{err}");
-    assert_eq!(err.trim(), "error: -O4: the optimization level is 1, 2 or 3");
+    assert_eq!(err.trim(), "error: -O4: the optimization level is loops, 1, 2 or 3");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

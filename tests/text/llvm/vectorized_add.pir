@@ -7,7 +7,7 @@ func @main(%a: f32[1024], %b: f32[1024]) -> (r: f32[1024]) {
   return %r
 }
 // CHECK: target triple = "x86_64-unknown-linux-gnu"
-// CHECK: define void @k0_r(ptr noalias readonly captures(none) %bufs, i64 %begin, i64 %end)
+// CHECK: define void @k0_r(ptr noalias %bufs, i64 %begin, i64 %end)
 // CHECK: load <8 x float>
 // CHECK: fadd <8 x float>
 // CHECK: store <8 x float>
