@@ -16,7 +16,7 @@
 //!
 //! Target: `x86_64-unknown-linux-gnu`, CPU `x86-64-v3` (AVX2, FMA, F16C, BMI —
 //! FMA is never formed because no fast-math flags are set), by default
-//! [`LOOP_PIPELINE`] ([`OptLevel`]).
+//! [`LOOP_PIPELINE`](crate::LOOP_PIPELINE) ([`OptLevel`]).
 
 use crate::lower::{reg_type, Lower, Target as LowerTarget};
 use crate::{CodegenError, OptLevel};
@@ -563,22 +563,6 @@ pub fn optimize(module: &Module<'_>, tm: &TargetMachine) -> Result<(), CodegenEr
     optimize_at(module, tm, OptLevel::default())
 }
 
-/// The x86-64 passes of [`OptLevel::Loops`], for the kernels the lowering
-/// builds (one function of counted loops, no calls but `alwaysinline` helpers
-/// and math functions). In order: inline the helpers and drop them; scalar
-/// clean-up (allocas to registers, common subexpressions, instruction
-/// combining, control flow); loops rotated with their invariants hoisted and
-/// their induction variables simplified; the loop vectorizer (without
-/// interleaving, as [`optimize_at`] sets for the `default` pipelines); clean-up
-/// of what it built; one division for a row's `udiv` and `urem`. Left out of
-/// `default<O2>`: the inliner's call-graph walk, GVN, jump threading,
-/// unrolling, the SLP vectorizer and their repeated clean-ups: on the kernels
-/// of the step benchmarks they change neither the loops' vector code nor the
-/// kernel time, and take more than half of `default<O2>`'s time (docs/cli.md,
-/// "Compile time").
-pub const LOOP_PIPELINE: &str = "always-inline,globaldce,function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,\
-loop-mssa(loop-rotate,licm),loop(indvars),loop-simplify,lcssa,loop-vectorize<interleave-forced-only>,\
-instcombine<no-verify-fixpoint>,simplifycfg,div-rem-pairs)";
 
 /// Runs the x86-64 pipeline of level `opt` ([`OptLevel::host_pipeline`]).
 pub fn optimize_at(module: &Module<'_>, tm: &TargetMachine, opt: OptLevel) -> Result<(), CodegenError> {

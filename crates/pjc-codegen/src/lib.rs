@@ -24,11 +24,28 @@ pub use cpu::{emit_llvm, execute_plan_jit, JitPlan};
 pub use program::{build, compile_ptx, emit_ptx, Built, Options, Target, TargetStats};
 pub use ptx::{PtxKernel, PtxModule};
 
+/// The x86-64 passes of [`OptLevel::Loops`], for the kernels the lowering
+/// builds (one function of counted loops, no calls but `alwaysinline` helpers
+/// and math functions). In order: inline the helpers and drop them; scalar
+/// clean-up (allocas to registers, common subexpressions, instruction
+/// combining, control flow); loops rotated with their invariants hoisted and
+/// their induction variables simplified; the loop vectorizer (without
+/// interleaving, as [`cpu::optimize_at`] sets for the `default` pipelines); clean-up
+/// of what it built; one division for a row's `udiv` and `urem`. Left out of
+/// `default<O2>`: the inliner's call-graph walk, GVN, jump threading,
+/// unrolling, the SLP vectorizer and their repeated clean-ups: on the kernels
+/// of the step benchmarks they change neither the loops' vector code nor the
+/// kernel time, and take more than half of `default<O2>`'s time (docs/cli.md,
+/// "Compile time").
+pub const LOOP_PIPELINE: &str = "always-inline,globaldce,function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,\
+loop-mssa(loop-rotate,licm),loop(indvars),loop-simplify,lcssa,loop-vectorize<interleave-forced-only>,\
+instcombine<no-verify-fixpoint>,simplifycfg,div-rem-pairs)";
+
 /// LLVM's optimization pipeline for the kernels (`pjc compile -O`).
 ///
 /// Chosen by measurement (docs/cli.md, "Compile time"). The default,
 /// [`OptLevel::Loops`], runs on x86-64 a short list of passes made for the
-/// loops pjc generates ([`cpu::LOOP_PIPELINE`]: clean-up, loop rotation,
+/// loops pjc generates ([`LOOP_PIPELINE`]: clean-up, loop rotation,
 /// invariant hoisting, induction variables, the loop vectorizer, clean-up
 /// again; no inliner beyond `alwaysinline`, no unrolling): it gives the kernel
 /// time `default<O2>` gives in well under half of `default<O2>`'s optimization
@@ -49,7 +66,7 @@ impl OptLevel {
     /// The new pass manager's pipeline for x86-64.
     pub fn host_pipeline(self) -> &'static str {
         match self {
-            OptLevel::Loops => cpu::LOOP_PIPELINE,
+            OptLevel::Loops => LOOP_PIPELINE,
             _ => self.ptx_pipeline(),
         }
     }

@@ -8,6 +8,6 @@ func @main(%x: f32[64]) -> (s: f32[], y: f32[64]) {
 }
 // CHECK: define void @k0_s(ptr noalias %bufs, i64 %begin, i64 %end)
 // CHECK: @llvm.maximum.
-// CHECK: define void @k1_y(ptr noalias readonly captures(none) %bufs, i64 %begin, i64 %end)
+// CHECK: define void @k1_y(ptr noalias %bufs, i64 %begin, i64 %end)
 // CHECK: fneg <8 x float>
 // CHECK-NOT: define
