@@ -16,13 +16,30 @@
 //! buffer, a control step as reading and writing everything it names), so the
 //! plan computes exactly what it did, on every rank in the same order.
 //!
+//! Order: a cost model decides between ready compute steps, as in XLA's
+//! latency-hiding scheduler. Each step's time is the plan cost model's
+//! (`pjc_plan::cost`: roofline kernels and library calls at the CPU figures
+//! of [`Machine::CPU`]); each collective's the ring formulas' (messages ×
+//! latency + bytes / link bandwidth, over its group of the mesh), and the
+//! collectives run one after another in start order (one collectives thread
+//! or stream per rank). The scheduler keeps a clock of both. Among ready
+//! compute steps it takes, in turn: one that needs no collective in flight,
+//! preferring one that writes a collective's input (the shortest first), so
+//! collectives start as early as their inputs allow; else the one whose
+//! collectives finish first by the estimate. A done is not moved earlier
+//! because its collective is estimated to have finished: the estimate's link
+//! figures are a cluster's, and a done placed early on a slower link stalls
+//! the compute it was meant to run beside. Ties go to program order.
+//!
 //! Memory: the buffer plan (`memory.rs`) keeps a pair's input and output
 //! live from its start to its done, so the arena it computes is the memory of
 //! the overlapped schedule; [`schedule`] bounds it (at most
 //! [`MEMORY_SLACK_PERCENT`] above the program order's peak).
 
 use pjc_plan::control::whole_of;
+use pjc_plan::cost::Machine;
 use pjc_plan::{Buffer, Plan, Step};
+use pjc_ir::Mesh;
 
 /// Buffers a step reads and writes (windows as their whole buffers).
 fn io(s: &Step, buffers: &[Buffer]) -> (Vec<usize>, Vec<usize>) {
@@ -68,6 +85,12 @@ fn io(s: &Step, buffers: &[Buffer]) -> (Vec<usize>, Vec<usize>) {
 /// the pairs holding the most bytes in flight longest become blocking one by
 /// one, and if that is not enough the program order stays.
 pub fn schedule(plan: &mut Plan) {
+    schedule_on(plan, None)
+}
+
+/// [`schedule`] with the collectives' groups sized by `mesh` (the module's);
+/// without one, a group of two.
+pub fn schedule_on(plan: &mut Plan, mesh: Option<&Mesh>) {
     if std::env::var("PJC_OVERLAP").is_ok_and(|v| v == "0") {
         return;
     }
@@ -78,7 +101,7 @@ pub fn schedule(plan: &mut Plan) {
     }
     let original = plan.clone();
     let buffers = std::mem::take(&mut plan.buffers);
-    schedule_steps(&mut plan.steps, &buffers);
+    schedule_steps(&mut plan.steps, &buffers, mesh);
     plan.buffers = buffers;
     let base = crate::memory::plan_memory(&original, &[]).peak;
     let bound = base.saturating_add(base / 100 * MEMORY_SLACK_PERCENT);
@@ -140,22 +163,42 @@ fn make_one_blocking(steps: &mut [Step], buffers: &[Buffer]) -> bool {
     }
 }
 
-fn schedule_steps(steps: &mut Vec<Step>, buffers: &[Buffer]) {
+fn schedule_steps(steps: &mut Vec<Step>, buffers: &[Buffer], mesh: Option<&Mesh>) {
     for s in steps.iter_mut() {
         if let Step::Control(c) = s {
             for b in c.blocks_mut() {
-                schedule_steps(&mut b.steps, buffers);
+                schedule_steps(&mut b.steps, buffers, mesh);
             }
         }
     }
-    let order = list_order(steps, buffers);
+    let order = list_order(steps, buffers, mesh);
     let mut old: Vec<Option<Step>> = std::mem::take(steps).into_iter().map(Some).collect();
     *steps = order.iter().map(|&i| old[i].take().expect("each step once")).collect();
     mark_dones(steps, buffers);
 }
 
+/// The estimated time of one step, seconds (module doc): a compute step's
+/// roofline time, a collective's ring time over its group (`mesh`'s, else
+/// two devices).
+pub fn step_time(s: &Step, buffers: &[Buffer], mesh: Option<&Mesh>) -> f64 {
+    let m = Machine::CPU;
+    match s {
+        Step::Collective { inst, input, output, .. } => {
+            let Some(kind) = inst.op.collective() else { return 0.0 };
+            let axes = inst.attr("axes").and_then(|a| a.as_idents()).unwrap_or_default();
+            let n = mesh.map_or(2, |mesh| mesh.group_size(axes.iter().map(String::as_str))).max(2);
+            let bytes = kind.ring_bytes(buffers[*input].bytes(), buffers[*output].bytes(), n) as f64;
+            kind.ring_messages(n) as f64 * m.link_latency_us * 1e-6 + bytes / (m.link_gbps * 1e9)
+        }
+        s => {
+            let one = Mesh::default();
+            pjc_plan::cost::step_cost(buffers, s, mesh.unwrap_or(&one), &m).compute_s
+        }
+    }
+}
+
 /// The order the list scheduler runs `steps` in (indices into `steps`).
-fn list_order(steps: &[Step], buffers: &[Buffer]) -> Vec<usize> {
+fn list_order(steps: &[Step], buffers: &[Buffer], mesh: Option<&Mesh>) -> Vec<usize> {
     let n = steps.len();
     let ios: Vec<(Vec<usize>, Vec<usize>)> = steps.iter().map(|s| io(s, buffers)).collect();
     // Dependences, built in one pass: per buffer its last writer and the
@@ -198,23 +241,47 @@ fn list_order(steps: &[Step], buffers: &[Buffer]) -> Vec<usize> {
         }
     }
     let is_coll = |i: usize| matches!(steps[i], Step::Collective { .. });
+    let time: Vec<f64> = steps.iter().map(|s| step_time(s, buffers, mesh)).collect();
+    // A step that writes a collective's input, and its time: the shortest
+    // goes first among them, so its collective starts soonest. (Steps further
+    // up are not pulled forward: that would compute what is ready early, such
+    // as slices of a parameter, long before it is needed, and hold its memory.)
+    let feeds = |i: usize| !is_coll(i) && succs[i].iter().any(|&s| is_coll(s));
+    let priority = |i: usize| if feeds(i) { (0, time[i]) } else { (1, 0.0) };
     let mut ready: std::collections::BTreeSet<usize> = (0..n).filter(|&i| waiting[i] == 0).collect();
-    // Outputs of scheduled collectives no scheduled step has read yet.
-    let mut in_flight: Vec<usize> = vec![];
+    // Outputs of scheduled collectives no scheduled step has read yet, with
+    // their estimated completion.
+    let mut in_flight: Vec<(usize, f64)> = vec![];
+    // The compute clock and the collectives' (they run in start order).
+    let (mut now, mut link) = (0.0f64, 0.0f64);
     let mut order = Vec::with_capacity(n);
-    while let Some(pick) = ready
-        .iter()
-        .copied()
-        .find(|&i| is_coll(i))
-        .or_else(|| ready.iter().copied().find(|&i| !ios[i].0.iter().any(|b| in_flight.contains(b))))
-        .or_else(|| ready.iter().next().copied())
-    {
+    // When the in-flight collectives step `i` reads complete (`now` if none).
+    let needs = |i: usize, in_flight: &[(usize, f64)], now: f64| -> f64 {
+        ios[i].0.iter().filter_map(|b| in_flight.iter().find(|f| f.0 == *b).map(|f| f.1)).fold(now, f64::max)
+    };
+    while !ready.is_empty() {
+        let pick = match ready.iter().copied().find(|&i| is_coll(i)) {
+            Some(c) => c,
+            None => {
+                let free = ready.iter().copied().filter(|&i| !ios[i].0.iter().any(|b| in_flight.iter().any(|f| f.0 == *b))).min_by(|&a, &b| {
+                    let (pa, pb) = (priority(a), priority(b));
+                    pa.0.cmp(&pb.0).then(pa.1.total_cmp(&pb.1)).then(a.cmp(&b))
+                });
+                free.unwrap_or_else(|| {
+                    ready.iter().copied().min_by(|&a, &b| needs(a, &in_flight, now).total_cmp(&needs(b, &in_flight, now)).then(a.cmp(&b))).expect("ready is not empty")
+                })
+            }
+        };
         ready.remove(&pick);
         order.push(pick);
         let (r, w) = &ios[pick];
-        in_flight.retain(|b| !r.contains(b));
         if is_coll(pick) {
-            in_flight.extend(w);
+            let end = link.max(now) + time[pick];
+            link = end;
+            in_flight.extend(w.iter().map(|&b| (b, end)));
+        } else {
+            now = needs(pick, &in_flight, now) + time[pick];
+            in_flight.retain(|f| !r.contains(&f.0));
         }
         for &s in &succs[pick] {
             waiting[s] -= 1;

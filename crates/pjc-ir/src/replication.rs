@@ -157,6 +157,13 @@ impl<'m> Replication<'m> {
         self.walk(f, params, true)
     }
 
+    /// The bodies [`Replication::values`] reached, each with the axes its
+    /// parameters varied along there (a body reached in several ways: once
+    /// for each way).
+    pub fn bodies_reached(&self) -> impl Iterator<Item = (FuncId, &[Axes])> {
+        self.reported.iter().map(|(id, p)| (*id, p.as_slice()))
+    }
+
     /// The problems [`Replication::values`] found since the last call, in the
     /// order found, each once (a body reached from several places may repeat one).
     pub fn take_problems(&mut self) -> Vec<Problem> {

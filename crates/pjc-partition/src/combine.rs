@@ -61,7 +61,7 @@ const MAX_OPEN: usize = 16;
 const HIDE: pjc_dialects::ring::Machine = pjc_dialects::ring::Machine::CPU;
 
 /// Arithmetic of a product or convolution (2 per multiply-add), else 0.
-fn flops(f: &Function, d: &pjc_ir::InstData) -> f64 {
+pub(crate) fn flops(f: &Function, d: &pjc_ir::InstData) -> f64 {
     let out = d.results.first().map_or(0.0, |&r| f.values[r].ty.num_elements() as f64);
     let shape = |k: usize| d.operands.get(k).map(|&o| f.values[o].ty.shape.clone()).unwrap_or_default();
     match d.op {
@@ -83,7 +83,7 @@ fn flops(f: &Function, d: &pjc_ir::InstData) -> f64 {
 
 /// Whether `flops` of compute take at least as long as an all-reduce of
 /// `bytes` over `n` devices by the ring formulas.
-fn hides(flops: f64, bytes: u64, n: u64) -> bool {
+pub(crate) fn hides(flops: f64, bytes: u64, n: u64) -> bool {
     let ar = pjc_dialects::CollectiveKind::AllReduce;
     let n = n.max(2);
     let t = ar.ring_messages(n) as f64 * HIDE.link_latency_us * 1e-6 + ar.ring_bytes(bytes, bytes, n) as f64 / (HIDE.link_gbps * 1e9);
@@ -152,15 +152,17 @@ fn ints(v: &[u64]) -> AttrValue {
 /// Combines the all-reduces of the per-device function `f` (a `spmd func`
 /// without calls); returns how many all-reduces were merged away.
 pub fn combine_all_reduces(f: &mut Function, mesh: &Mesh) -> usize {
-    combine_all_reduces_in(f, mesh, &pjc_ir::Module::default())
+    combine_all_reduces_in(f, mesh, &pjc_ir::Module::default(), None)
 }
 
 /// [`combine_all_reduces`], with the bodies of `f`'s control flow looked up
-/// in `bodies`: then a loop's results vary as its body makes them, not as
-/// the union of its operands, and all-reduces of values that vary along
-/// different axes (a pipeline stage's tensor-parallel weight gradients and
-/// its replicated ones) are not merged into one that would vary along both.
-pub fn combine_all_reduces_in(f: &mut Function, mesh: &Mesh, bodies: &pjc_ir::Module) -> usize {
+/// in `bodies`, and, when `f` is itself a body, its parameters varying along
+/// `params` (as the statement that runs it passes them; else as their `on`
+/// says): then a loop's results vary as its body makes them, not as the
+/// union of its operands, and all-reduces of values that vary along
+/// different axes (tensor-parallel weight gradients and replicated ones) are
+/// not merged into one that would vary along both.
+pub fn combine_all_reduces_in(f: &mut Function, mesh: &Mesh, bodies: &pjc_ir::Module, params: Option<&[pjc_ir::replication::Axes]>) -> usize {
     if f.kind != FuncKind::Spmd {
         return 0;
     }
@@ -168,7 +170,10 @@ pub fn combine_all_reduces_in(f: &mut Function, mesh: &Mesh, bodies: &pjc_ir::Mo
     let sigs = signatures(&pjc_ir::Module::default());
     // Computed once: a combination's new values vary as the values they
     // stand for (below), and no other value changes.
-    let mut varying = pjc_ir::replication::varying_axes(f, bodies);
+    let mut varying = match params {
+        Some(p) => pjc_ir::replication::Replication::new(bodies).values(f, p),
+        None => pjc_ir::replication::varying_axes(f, bodies),
+    };
     while let Some(g) = find_group(f, mesh, &varying) {
         let last = *g.last().expect("groups have members");
         let first_member = &f.insts[g[0]];

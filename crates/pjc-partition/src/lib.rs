@@ -22,6 +22,7 @@
 
 mod combine;
 mod control;
+mod decompose;
 mod entry;
 mod halo;
 mod hoist;
@@ -36,6 +37,7 @@ use pjc_sharding::{Propagation, Slot};
 use std::collections::HashMap;
 
 pub use combine::{combine_all_reduces, combine_all_reduces_in, COMBINE_LIMIT_BYTES};
+pub use decompose::{decompose_all_reduces, MAX_CHUNKS, MIN_CHUNK};
 pub use entry::partition;
 pub use hoist::{hoist_all_reduces, hoist_module, Moved};
 pub use reshard::sharding_of;

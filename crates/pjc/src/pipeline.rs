@@ -272,9 +272,28 @@ impl Compilation {
         for f in &funcs {
             bodies.funcs.push(f.clone());
         }
+        // How each body's parameters vary where the entry runs it (a body
+        // reached several ways: the union), so a body's all-reduces are
+        // merged only where the entry's check can still prove its results.
+        let mut body_params: std::collections::HashMap<String, Vec<pjc_ir::replication::Axes>> = Default::default();
+        {
+            let entry_f = bodies.funcs.values().next().expect("the entry comes first");
+            let mut r = pjc_ir::replication::Replication::new(&bodies);
+            r.values(entry_f, &pjc_ir::replication::signature_axes(entry_f));
+            for (id, p) in r.bodies_reached() {
+                let all = body_params.entry(bodies.funcs[id].name.clone()).or_insert_with(|| vec![Default::default(); p.len()]);
+                for (a, x) in all.iter_mut().zip(p) {
+                    a.extend(x.iter().cloned());
+                }
+            }
+        }
         for mut f in funcs {
+            // The gradient all-reduce nothing later can hide is split with its
+            // product into chunks that pipeline (bitwise the same values).
+            pjc_partition::decompose_all_reduces(&mut f, &part.module.mesh_or_single());
             // One message for the all-reduces that can share one (bitwise the same values).
-            pjc_partition::combine_all_reduces_in(&mut f, &part.module.mesh_or_single(), &bodies);
+            let params = body_params.get(&f.name).map(Vec::as_slice);
+            pjc_partition::combine_all_reduces_in(&mut f, &part.module.mesh_or_single(), &bodies, params);
             single.funcs.push(f);
         }
         Compilation::checked(Stage::PerDevice, &single)?;

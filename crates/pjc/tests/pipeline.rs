@@ -208,7 +208,8 @@ fn tensor_parallel_stages_equal_the_unpipelined_step_at_8_processes() {
     // model (the SPMD partitioner's collectives inside the stage), the batch
     // over data, both schedules, against the same step unpipelined and
     // data-parallel only (the program with its model splits removed: it
-    // gathers the stacks over stage and replicates them over model).
+    // gathers the stacks over stage and replicates them over model), which
+    // the program as written, unpipelined, equals too.
     let dir = common::scratch("pipeline-tp");
     let mesh = "data=2,stage=2,model=2";
     for (program, input, cases) in [
@@ -221,6 +222,10 @@ fn tensor_parallel_stages_equal_the_unpipelined_step_at_8_processes() {
         let dp = dir.join(Path::new(program).file_name().unwrap());
         std::fs::write(&dp, replicated).unwrap();
         let plain = run(8, &compile(&dir, dp.to_str().unwrap(), mesh, None), &input, &dir.join("plain.safetensors"));
+        // The program as written, unpipelined: the stacks gathered over stage,
+        // the blocks partitioned over model.
+        let megatron = run(8, &compile(&dir, program, mesh, None), &input, &dir.join("megatron.safetensors"));
+        assert_same(&plain, &megatron, &format!("{program} unpipelined on {mesh}"));
         for &(m, schedule) in cases {
             let got = run(8, &compile_schedule(&dir, program, mesh, Some(m), schedule), &input, &dir.join(format!("m{m}-{schedule}.safetensors")));
             assert_same(&plain, &got, &format!("{program} {schedule} on {mesh}, M={m}"));

@@ -96,7 +96,7 @@ pub fn plan_program(m: &Module, entry: FuncId) -> Result<Plan, Unplannable> {
     fill(m, &mut plan, &mut steps, &mut blocks)?;
     plan.steps = steps;
     read_unchanged_carries_in_place(&mut plan);
-    crate::schedule::schedule(&mut plan);
+    crate::schedule::schedule_on(&mut plan, Some(&m.mesh_or_single()));
     Ok(plan)
 }
 

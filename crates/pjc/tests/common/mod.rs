@@ -62,6 +62,11 @@ pub fn random(shape: Vec<usize>, seed: &mut u64, scale: f64) -> Tensor {
 /// one kernel thread per rank, shared-memory transport only; fails the test
 /// on a hang or a non-zero exit, with the job's stderr.
 pub fn mpirun_ok<S: AsRef<std::ffi::OsStr>>(np: usize, exe: &std::path::Path, args: &[S], limit_s: u64) -> std::process::Output {
+    mpirun_ok_env(np, exe, args, limit_s, &[])
+}
+
+/// [`mpirun_ok`] with these environment variables set as well (for every rank).
+pub fn mpirun_ok_env<S: AsRef<std::ffi::OsStr>>(np: usize, exe: &std::path::Path, args: &[S], limit_s: u64, env: &[(&str, &str)]) -> std::process::Output {
     let o = std::process::Command::new("timeout")
         .args(["--signal=TERM", "--kill-after=10", &limit_s.to_string(), "mpirun", "--oversubscribe", "-np", &np.to_string()])
         .arg(exe)
@@ -73,6 +78,7 @@ pub fn mpirun_ok<S: AsRef<std::ffi::OsStr>>(np: usize, exe: &std::path::Path, ar
         .env("OMPI_MCA_orte_tmpdir_base", ompi_tmpdir())
         .env("PJC_THREADS", "1")
         .env("RUST_BACKTRACE", "0")
+        .envs(env.iter().copied())
         .output()
         .expect("cannot start `timeout` (coreutils)");
     assert_ne!(o.status.code(), Some(124), "hang: mpirun -np {np} {}", exe.display());
