@@ -546,6 +546,26 @@ impl Emitter<'_> {
                     ty(rty[0])
                 );
             }
+            Some(Native::Reduce(dims, op, id)) => {
+                let init = self.filled(st, rty[0], &id);
+                let e = elem(oty[0].dtype);
+                let _ = writeln!(self.out, "    {lhs} = linalg.reduce ins({} : {}) outs({init} : {}) dimensions = {} {{{names}}}", ops[0], ty(oty[0]), ty(rty[0]), list(&dims));
+                let _ = writeln!(self.out, "      (%in: {e}, %acc: {e}) {{\n        %r = {op} %in, %acc : {e}\n        linalg.yield %r : {e}\n      }}");
+            }
+            Some(Native::Dot { rank, reductions, maps }) => {
+                let e = elem(rty[0].dtype);
+                let zero = if rty[0].dtype.is_float() { "0.0" } else { "0" };
+                let init = self.filled(st, rty[0], zero);
+                let dims = (0..rank).map(|i| format!("d{i}")).collect::<Vec<_>>().join(", ");
+                let amap = |m: &[usize]| format!("affine_map<({dims}) -> ({})>", m.iter().map(|i| format!("d{i}")).collect::<Vec<_>>().join(", "));
+                let iters = (0..rank).map(|i| if i + reductions >= rank { "\"reduction\"" } else { "\"parallel\"" }).collect::<Vec<_>>().join(", ");
+                let (mul, add) = if rty[0].dtype.is_float() { ("arith.mulf", "arith.addf") } else { ("arith.muli", "arith.addi") };
+                let _ = writeln!(
+                    self.out,
+                    "    {lhs} = linalg.generic {{indexing_maps = [{}, {}, {}], iterator_types = [{iters}]}} ins({}, {} : {}, {}) outs({init} : {}) attrs = {{{names}}} {{\n      ^bb0(%a: {e}, %b: {e}, %acc: {e}):\n        %m = {mul} %a, %b : {e}\n        %s = {add} %acc, %m : {e}\n        linalg.yield %s : {e}\n    }} -> {}",
+                    amap(&maps[0]), amap(&maps[1]), amap(&maps[2]), ops[0], ops[1], ty(oty[0]), ty(oty[1]), ty(rty[0]), ty(rty[0])
+                );
+            }
             Some(Native::Concat(dim)) => {
                 let tys = oty.iter().map(|t| ty(t)).collect::<Vec<_>>().join(", ");
                 let _ = writeln!(
@@ -663,6 +683,22 @@ impl Emitter<'_> {
         }
     }
 
+    /// `linalg.fill` of a fresh tensor with a scalar literal (an init).
+    fn filled(&mut self, st: &mut FnState, t: &TensorType, value: &str) -> String {
+        let e = self.empty(st, t);
+        let c = st.fresh("c");
+        let f = st.fresh("f");
+        let el = elem(t.dtype);
+        // A boolean literal is i1 already (`true : i1` does not parse).
+        if matches!(value, "true" | "false") {
+            let _ = writeln!(self.out, "    {c} = arith.constant {value}");
+        } else {
+            let _ = writeln!(self.out, "    {c} = arith.constant {value} : {el}");
+        }
+        let _ = writeln!(self.out, "    {f} = linalg.fill ins({c} : {el}) outs({e} : {}) -> {}", ty(t), ty(t));
+        f
+    }
+
     fn empty(&mut self, st: &mut FnState, t: &TensorType) -> String {
         let e = st.fresh("e");
         let _ = writeln!(self.out, "    {e} = tensor.empty() : {}", ty(t));
@@ -746,6 +782,11 @@ enum Native {
     Reshape,
     Slice(Vec<i64>, Vec<i64>),
     Concat(i64),
+    /// `linalg.reduce` over these dims with this combiner and identity.
+    Reduce(Vec<i64>, &'static str, String),
+    /// `linalg.generic`: iteration rank, the reduction dims' count, the lhs,
+    /// rhs and result maps, and the element types to multiply in.
+    Dot { rank: usize, reductions: usize, maps: [Vec<usize>; 3] },
     Call,
     /// The op's text up to the types, with `OPERAND` for the operand.
     Collective(String),
@@ -892,6 +933,64 @@ fn native(d: &InstData, oty: &[&TensorType], rty: &[&TensorType], mesh: &Mesh) -
             Some(Native::Slice(start, stride)).filter(|_| !oty[0].is_scalar())
         }
         O::Concat if !oty[0].is_scalar() => Some(Native::Concat(d.attr("dim")?.as_int()?)),
+        O::Reduce => {
+            let dims = d.attr("dims")?.as_ints()?;
+            let kind = d.attr("kind")?.as_ident()?;
+            let dt = oty[0].dtype;
+            // bf16/f16 sums and products accumulate in f32 in PIR: not this.
+            let narrow = matches!(dt, DType::F16 | DType::BF16) && matches!(kind, "sum" | "prod");
+            // MLIR's dimensions are increasing; PIR's as written (an order
+            // `pjc import` could not give back): those are encoded.
+            if narrow || dims.is_empty() || dims.windows(2).any(|w| w[0] >= w[1]) {
+                return None;
+            }
+            let (op, id) = match (kind, dt) {
+                ("and", DType::Pred) => ("arith.andi", "true".to_string()),
+                ("or", DType::Pred) => ("arith.ori", "false".to_string()),
+                (_, DType::Pred) => return None,
+                ("sum", d) if d.is_float() => ("arith.addf", "0.0".to_string()),
+                ("prod", d) if d.is_float() => ("arith.mulf", "1.0".to_string()),
+                ("max", d) if d.is_float() => ("arith.maximumf", float_text(f64::NEG_INFINITY, d)),
+                ("min", d) if d.is_float() => ("arith.minimumf", float_text(f64::INFINITY, d)),
+                ("sum", _) => ("arith.addi", "0".to_string()),
+                ("prod", _) => ("arith.muli", "1".to_string()),
+                ("max", d) if d.is_unsigned_int() => ("arith.maxui", "0".to_string()),
+                ("min", d) if d.is_unsigned_int() => ("arith.minui", "-1".to_string()),
+                ("max", d) => ("arith.maxsi", (-(1i128 << (d.bits() - 1))).to_string()),
+                ("min", d) => ("arith.minsi", ((1i128 << (d.bits() - 1)) - 1).to_string()),
+                _ => return None,
+            };
+            Some(Native::Reduce(dims, op, id))
+        }
+        O::DotGeneral => {
+            let ints = |n: &str| d.attr(n).and_then(|a| a.as_ints()).unwrap_or_default();
+            let (lb, rb, lc, rc) = (ints("lhs_batch"), ints("rhs_batch"), ints("lhs_contract"), ints("rhs_contract"));
+            let (a, b, r) = (oty[0], oty[1], rty[0]);
+            // Same element type in and out, f32/f64 or integers: the body is exact.
+            if a.dtype != b.dtype || a.dtype != r.dtype || !matches!(a.dtype, DType::F32 | DType::F64 | DType::I64 | DType::I32 | DType::I16 | DType::I8 | DType::U64 | DType::U32 | DType::U16 | DType::U8) {
+                return None;
+            }
+            let lf: Vec<usize> = (0..a.rank()).filter(|i| !lb.contains(&(*i as i64)) && !lc.contains(&(*i as i64))).collect();
+            let rf: Vec<usize> = (0..b.rank()).filter(|i| !rb.contains(&(*i as i64)) && !rc.contains(&(*i as i64))).collect();
+            let (nb, nl, nr, nc) = (lb.len(), lf.len(), rf.len(), lc.len());
+            let map = |rank: usize, batch: &[i64], contract: &[i64], free: &[usize], free_base: usize| -> Vec<usize> {
+                (0..rank)
+                    .map(|i| {
+                        if let Some(p) = batch.iter().position(|&x| x as usize == i) {
+                            p
+                        } else if let Some(p) = contract.iter().position(|&x| x as usize == i) {
+                            nb + nl + nr + p
+                        } else {
+                            free_base + free.iter().position(|&x| x == i).expect("free dim")
+                        }
+                    })
+                    .collect()
+            };
+            let lm = map(a.rank(), &lb, &lc, &lf, nb);
+            let rm = map(b.rank(), &rb, &rc, &rf, nb + nl);
+            let om: Vec<usize> = (0..nb + nl + nr).collect();
+            Some(Native::Dot { rank: nb + nl + nr + nc, reductions: nc, maps: [lm, rm, om] })
+        }
         O::Call => Some(Native::Call),
         O::AllReduce | O::AllGather | O::ReduceScatter | O::AllToAll | O::CollectivePermute
             if !oty[0].is_scalar() =>

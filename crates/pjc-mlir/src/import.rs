@@ -556,7 +556,8 @@ impl Importer {
                 "tensor.empty"
                 | "tensor.extract"
                 | "arith.index_cast"
-                | "shard.process_multi_index" => {
+                | "shard.process_multi_index"
+                | "linalg.fill" => {
                     self.helpers.insert(
                         op.results[0].0,
                         (n.to_string(), op.operands.clone(), op.text.clone()),
@@ -806,6 +807,48 @@ impl Importer {
                 simple("broadcast", vec![operand(0)?], a)
             }
             "tensor.reshape" => simple("reshape", vec![operand(0)?], String::new()),
+            "linalg.reduce" => {
+                let dims = ints(op.attrs.get("dimensions").map_or("", |s| s));
+                let body = op.regions.first().and_then(|r| r.1.first()).map_or("", |o| o.name.as_str());
+                let kind = match body {
+                    "arith.addf" | "arith.addi" => "sum",
+                    "arith.mulf" | "arith.muli" => "prod",
+                    "arith.maximumf" | "arith.maxsi" | "arith.maxui" => "max",
+                    "arith.minimumf" | "arith.minsi" | "arith.minui" => "min",
+                    "arith.andi" => "and",
+                    "arith.ori" => "or",
+                    b => return Err(format!("unsupported: linalg.reduce combining with {b}")),
+                };
+                simple("reduce", vec![operand(0)?], format!(" {{dims={}, kind={kind}}}", ilist(&dims)))
+            }
+            "linalg.generic" => {
+                // dot_general: two inputs, a multiply-add body; the maps say which
+                // dims are batch (in all three), contracted (in both inputs only)
+                // or free.
+                let maps = op.attrs.get("indexing_maps").map(|m| affine_maps(m)).unwrap_or_default();
+                let body: Vec<&str> = op.regions.first().map(|r| r.1.iter().map(|o| o.name.as_str()).collect()).unwrap_or_default();
+                let mul_add = matches!(body.as_slice(), ["arith.mulf", "arith.addf", "linalg.yield"] | ["arith.muli", "arith.addi", "linalg.yield"]);
+                if maps.len() != 3 || op.operands.len() != 3 || !mul_add {
+                    return Err("unsupported: linalg.generic other than dot_general's (two inputs, multiply-add)".into());
+                }
+                let (l, r, o) = (&maps[0], &maps[1], &maps[2]);
+                let pos = |m: &[usize], d: usize| m.iter().position(|&x| x == d).map(|p| p as i64);
+                let batch: Vec<usize> = o.iter().copied().filter(|d| l.contains(d) && r.contains(d)).collect();
+                let mut contract: Vec<usize> = l.iter().copied().filter(|d| r.contains(d) && !o.contains(d)).collect();
+                contract.sort();
+                let lb: Vec<i64> = batch.iter().filter_map(|&d| pos(l, d)).collect();
+                let rb: Vec<i64> = batch.iter().filter_map(|&d| pos(r, d)).collect();
+                let lc: Vec<i64> = contract.iter().filter_map(|&d| pos(l, d)).collect();
+                let rc: Vec<i64> = contract.iter().filter_map(|&d| pos(r, d)).collect();
+                let mut a = vec![];
+                for (k, v) in [("lhs_batch", &lb), ("rhs_batch", &rb), ("lhs_contract", &lc), ("rhs_contract", &rc)] {
+                    if !v.is_empty() {
+                        a.push(format!("{k}={}", ilist(v)));
+                    }
+                }
+                let a = if a.is_empty() { String::new() } else { format!(" {{{}}}", a.join(", ")) };
+                simple("dot_general", vec![operand(0)?, operand(1)?], a)
+            }
             "tensor.extract_slice" => {
                 let start = ints(op.attrs.get("static_offsets").map_or("", |s| s));
                 let sizes = ints(op.attrs.get("static_sizes").map_or("", |s| s));
@@ -907,6 +950,18 @@ fn nest(shape: &[u64], elems: &[String]) -> String {
         })
         .collect();
     format!("[{}]", parts.join(", "))
+}
+
+/// `[affine_map<(d0, d1, d2) -> (d0, d2)>, ...]` as the dim indices of each map's results.
+fn affine_maps(s: &str) -> Vec<Vec<usize>> {
+    s.split("affine_map<")
+        .skip(1)
+        .map(|m| {
+            let results = m.split("->").nth(1).unwrap_or("");
+            let results = results.split(')').next().unwrap_or("");
+            results.split(',').filter_map(|t| t.trim().trim_start_matches('(').trim().strip_prefix('d')?.parse().ok()).collect()
+        })
+        .collect()
 }
 
 /// The rank of an MLIR tensor type's text.

@@ -379,7 +379,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             })?;
             let canonical = pjc_front::print_module(&m);
             match output {
-                Some(out) => std::fs::write(&out, canonical).map_err(|e| Failure::Env(format!("cannot write '{}': {}", out.display(), failure::io_reason(&e))))?,
+                // Whole or not at all (a full disk leaves no half-written file).
+                Some(out) => pjc_tensor::write_atomically(&out, |f| std::io::Write::write_all(f, canonical.as_bytes())).map_err(Failure::Env)?,
                 None => print!("{canonical}"),
             }
             Ok(())

@@ -55,7 +55,7 @@ pub fn html(c: &Compilation, x: &Extras) -> String {
 /// Writes the page to `path`.
 pub fn write(path: &std::path::Path, c: &Compilation, x: &Extras) -> Result<(), crate::failure::Failure> {
     let page = html(c, x);
-    std::fs::write(path, page).map_err(|e| crate::failure::Failure::Env(format!("cannot write '{}': {}", path.display(), crate::failure::io_reason(&e))))
+    pjc_tensor::write_atomically(path, |f| std::io::Write::write_all(f, page.as_bytes())).map_err(crate::failure::Failure::Env)
 }
 
 fn escape(s: &str) -> String {

@@ -14,7 +14,8 @@
 //! ```
 //!
 //! The stages and their command lines are the table [`STAGES`]: `check`, `fmt`,
-//! `eval`, `pir`, `sharded`, `spmd`, `plan`, `llvm`, `llvm-unopt`, `ptx`, `explain`.
+//! `eval`, `pir`, `sharded`, `spmd`, `plan`, `llvm`, `llvm-unopt`, `ptx`, `explain`,
+//! `mlir`, `mlir-spmd`.
 //! The flags are passed to pjc as they are (split at whitespace, no quoting; `%t`
 //! is a scratch path for the test). pjc runs in the repository root, so
 //! diagnostics print the file's path from there
@@ -123,6 +124,8 @@ const STAGES: &[Stage] = &[
     Stage { name: "llvm-unopt", args: &["compile", "%s", "--emit", "llvm-unopt"], extra: Extra::None },
     Stage { name: "ptx", args: &["compile", "%s", "--emit", "ptx"], extra: Extra::Assembles },
     Stage { name: "explain", args: &["explain", "%s"], extra: Extra::None },
+    Stage { name: "mlir", args: &["compile", "%s", "--emit", "mlir"], extra: Extra::None },
+    Stage { name: "mlir-spmd", args: &["compile", "%s", "--emit", "mlir-spmd"], extra: Extra::None },
 ];
 
 fn repo_root() -> PathBuf {
