@@ -8,7 +8,9 @@
 #
 # `prepare` compiles, for a one-device mesh (--mesh all ones): the numeric test
 # cases of every op family (f32, plus the families without an f32 case), every
-# program of tests/partition, examples/mlp.pir and examples/mlp_train.pir (loop
+# program of tests/partition, examples/mlp.pir, the convolutions of
+# tests/text/fusion/cudnn_routes.pir (cuDNN's three operations, grouped,
+# NCHW, an integer fallback) and examples/mlp_train.pir (loop
 # mode on a generated dataset); it bundles them with their inputs, the
 # comparison script, and the shared libraries pjc-runner needs that a bare
 # machine may lack (OpenMPI's), compressed together (the executables share the
@@ -86,7 +88,7 @@ EOF
     done
   done <"$BUNDLE/cases.txt"
   # Partition programs on one device, with generated inputs.
-  for f in tests/partition/*.pir examples/mlp.pir; do
+  for f in tests/partition/*.pir examples/mlp.pir tests/text/fusion/cudnn_routes.pir; do
     local n=$(basename "$f" .pir)
     local d="$BUNDLE/progs/prog_$n"
     mkdir -p "$d"
@@ -159,7 +161,7 @@ run() {
   say "machine"
   date -u
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 | head -3
-  ldconfig -p | grep -E 'libmpi\.|libcublas\.|libnccl\.' | head
+  ldconfig -p | grep -E 'libmpi\.|libcublas\.|libnccl\.|libcudnn\.' | head
   local work=/tmp/pjc-gpu-check
   rm -rf "$work" && mkdir -p "$work"
   python3 -c "import tarfile; tarfile.open('$BUNDLE.tar.xz').extractall('$work')" || { echo "no $BUNDLE.tar.xz"; exit 2; }
@@ -176,6 +178,10 @@ run() {
   say "every program: --device cpu, --device cuda, compared"
   python3 scripts/gpu_compare.py run "$b/progs" "$out/gpu-check.md"
   local rc=$?
+  say "cuDNN: the convolutions of cudnn_routes.pir on CUDA (the trace's cudnn steps), against the CPU above"
+  local c=$b/progs/prog_cudnn_routes
+  timeout 120 "$c/prog.bin" --device cuda --inputs "$c/inputs.safetensors" --output "$work/cudnn.safetensors" --trace "$work/cudnn_trace.json"
+  python3 "$b/gpu_perf.py" routes "$work/cudnn_trace.json" 6 | tee -a "$out/gpu-check.md"
   say "training: examples/mlp_train.pir (mesh data=1), 300 steps on 2048 examples"
   local t=$b/progs/train_mlp
   for dev in cpu cuda; do
@@ -208,7 +214,7 @@ run() {
   done
   echo '```' >>"$out/gpu-check.md"
   python3 scripts/gpu_compare.py pair "$work/bench_cpu.safetensors" "$work/bench_cuda.safetensors" | tee -a "$out/gpu-check.md"
-  say "speed: elementwise bandwidth, GEMM f32/bf16, a 3x3 convolution and a GPT block, pjc against JAX on this GPU"
+  say "speed: elementwise bandwidth, GEMM f32/bf16, 3x3 convolutions (forward, input and kernel gradient), a GPT block, a ResNet-50 training step, pjc against JAX on this GPU"
   # The GPU machine's Python has JAX for CUDA (JAX_PYTHON overrides).
   timeout 1200 python3 "$b/gpu_perf.py" run "$b/perf" --device cuda --python "${JAX_PYTHON:-python3}" --out "$out/gpu-check.md" \
     || echo "gpu_perf.py failed: exit $?"

@@ -11,7 +11,11 @@
   gemm_f32     f32[4096,4096] x f32[4096,4096] (cuBLAS SgemmStridedBatched)
   gemm_bf16    bf16[4096,4096] x bf16[4096,4096] -> f32 (cuBLAS GemmEx, f32 compute)
   conv3x3      ResNet's 3x3 64->64 convolution, f32 [32,56,56,64] NHWC, SAME padding
+  conv3x3_s2_dgrad / _wgrad   the input and kernel gradients of ResNet's 3x3/2 64->128
+               convolution as JAX writes them (cuDNN backward data / backward filter)
   gpt_block    benches/gpt_block/gen.py: a GPT block forward, [8,256,512], 8 heads
+  resnet50     examples/jax_resnet/resnet50.pir on one device: a ResNet-50 training step,
+               batch 8 at 224x224 (images/s; model FLOPs from XLA's cost analysis)
 
 `run` times each executable in loop mode with --trace (the CUDA backend synchronizes
 after every step while tracing, so each step's time is its device time), median of the
@@ -20,7 +24,10 @@ steps after the first, and the same computation under `jax.jit` on the same devi
 and pjc's achieved bandwidth or FLOP rate as a fraction of the device's limit (the
 elementwise kernel against XLA's own elementwise kernel and the nominal memory
 bandwidth; products against XLA, which calls cuBLAS/cuDNN; model FLOP utilisation of
-the dense peak). `--device cpu` runs the same on the CPU (a dry run of the script).
+the dense peak). Each row says where pjc's convolutions ran (the trace's "cudnn" steps:
+cuDNN, else the generated device kernels, when libcudnn is absent). JAX runs with
+jax_default_matmul_precision=highest: full f32 like pjc (spec section 11), no TF32.
+`--device cpu` runs the same on the CPU (a dry run of the script; `--only` picks rows).
 """
 
 import argparse
@@ -86,12 +93,33 @@ PROGRAMS = {
         {"x": ("F32", [32, 56, 56, 64]), "k": ("F32", [3, 3, 64, 64])},
         {"flop": 2 * 32 * 56 * 56 * 64 * 9 * 64, "peak": "f32"},
     ),
+    # jax.grad of a 3x3/2 convolution with padding [[1,1],[1,1]] (56 -> 28): the
+    # input gradient (input dilated by the stride) and the kernel gradient.
+    "conv3x3_s2_dgrad": (
+        """func @main(%dy: f32[32,28,28,128], %k: f32[3,3,64,128]) -> (dx: f32[32,56,56,64]) {
+  %dx = convolution %dy, %k {dims="b01f_01oi->b01f", padding=[[1,2],[1,2]], lhs_dilation=[2,2]} : f32[32,56,56,64]
+  return %dx
+}
+""",
+        {"dy": ("F32", [32, 28, 28, 128]), "k": ("F32", [3, 3, 64, 128])},
+        {"flop": 2 * 32 * 28 * 28 * 128 * 9 * 64, "peak": "f32"},
+    ),
+    "conv3x3_s2_wgrad": (
+        """func @main(%x: f32[32,56,56,64], %dy: f32[32,28,28,128]) -> (dw: f32[3,3,64,128]) {
+  %dw = convolution %x, %dy {dims="f01b_i01o->01bf", padding=[[1,0],[1,0]], rhs_dilation=[2,2]} : f32[3,3,64,128]
+  return %dw
+}
+""",
+        {"x": ("F32", [32, 56, 56, 64]), "dy": ("F32", [32, 28, 28, 128])},
+        {"flop": 2 * 32 * 28 * 28 * 128 * 9 * 64, "peak": "f32"},
+    ),
 }
 
 # The same computations for jax.jit (inputs as the executables get them).
 JAX_TWIN = r'''
 import json, statistics, sys, time
 import jax, jax.numpy as jnp
+jax.config.update("jax_default_matmul_precision", "highest")
 name, steps = sys.argv[1], int(sys.argv[2])
 f32, bf16 = jnp.float32, jnp.bfloat16
 if name == "elementwise":
@@ -107,12 +135,60 @@ elif name == "conv3x3":
     args = (jnp.full((32, 56, 56, 64), 0.5, f32), jnp.full((3, 3, 64, 64), 0.5, f32))
     f = lambda x, k: jax.lax.conv_general_dilated(x, k, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
                                                   precision=jax.lax.Precision.HIGHEST)
+elif name.startswith("conv3x3_s2"):
+    conv = lambda x, k: jax.lax.conv_general_dilated(x, k, (2, 2), [(1, 1), (1, 1)], dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                                     precision=jax.lax.Precision.HIGHEST)
+    x0, k0 = jnp.full((32, 56, 56, 64), 0.5, f32), jnp.full((3, 3, 64, 128), 0.5, f32)
+    dy = jnp.full((32, 28, 28, 128), 0.5, f32)
+    if name.endswith("dgrad"):
+        args = (dy, k0)
+        f = lambda dy, k: jax.vjp(lambda x: conv(x, k), x0)[1](dy)[0]
+    else:
+        args = (x0, dy)
+        f = lambda x, dy: jax.vjp(lambda k: conv(x, k), k0)[1](dy)[0]
 g = jax.jit(f)
 g(*args).block_until_ready(); g(*args).block_until_ready()
 ts = []
 for _ in range(steps):
     t = time.perf_counter(); g(*args).block_until_ready(); ts.append(time.perf_counter() - t)
 print(json.dumps({"ms": statistics.median(ts) * 1e3, "device": str(jax.devices()[0].device_kind), "jax": jax.__version__}))
+'''
+
+
+# ResNet-50's training step under jax.jit (examples/jax_resnet/model.py), and the
+# executable's inputs: `inputs DIR` writes DIR/inputs.safetensors (parameters under
+# their PIR names, 8 images and labels); `time DIR STEPS` prints the median step and
+# XLA's count of the step's FLOPs.
+RESNET_TWIN = r'''
+import json, statistics, sys, time
+from pathlib import Path
+d = Path(sys.argv[2])
+sys.path.insert(0, str(d / "examples/jax_resnet"))
+sys.path.insert(0, str(d / "python"))
+import data
+if sys.argv[1] == "inputs":
+    from jax2pir import safetensors
+    images, labels = data.dataset(8, "resnet50")
+    t = safetensors.flatten(data.init_params("resnet50"), "params")
+    t.update({"images": images, "labels": labels})
+    safetensors.write(d / "inputs.safetensors", t)
+    sys.exit(0)
+import jax, jax.numpy as jnp
+jax.config.update("jax_default_matmul_precision", "highest")
+import model
+steps = int(sys.argv[3])
+images, labels = data.dataset(8, "resnet50")
+params = jax.tree.map(jnp.asarray, data.init_params("resnet50"))
+args = (params, jnp.asarray(images), jnp.asarray(labels))
+g = jax.jit(model.train_step)
+cost = g.lower(*args).compile().cost_analysis()
+cost = cost[0] if isinstance(cost, list) else cost
+out = g(*args); jax.block_until_ready(out); out = g(*args); jax.block_until_ready(out)
+ts = []
+for _ in range(steps):
+    t = time.perf_counter(); jax.block_until_ready(g(*args)); ts.append(time.perf_counter() - t)
+print(json.dumps({"ms": statistics.median(ts) * 1e3, "device": str(jax.devices()[0].device_kind), "jax": jax.__version__,
+                  "flop": float(cost.get("flops", 0.0))}))
 '''
 
 
@@ -160,10 +236,22 @@ def prepare(a):
     (d / "meta.json").write_text(json.dumps({"flop": info["gflop"] * 1e9, "peak": "f32", "twin": "gpt_block", "tokens": 8 * 256}))
     for f in ["jax_block.py"]:
         (d / f).write_text((ROOT / "benches/gpt_block" / f).read_text())
+    # ResNet-50's training step on one device, with what makes its inputs there
+    # (numpy: the data generator and the safetensors writer).
+    d = out / "resnet50"
+    (d / "examples/jax_resnet").mkdir(parents=True, exist_ok=True)
+    (d / "python/jax2pir").mkdir(parents=True, exist_ok=True)
+    for f in ["data.py", "model.py"]:
+        (d / "examples/jax_resnet" / f).write_text((ROOT / "examples/jax_resnet" / f).read_text())
+    for f in (ROOT / "python/jax2pir").glob("*.py"):
+        (d / "python/jax2pir" / f.name).write_text(f.read_text())
+    subprocess.run([a.pjc, "compile", str(ROOT / "examples/jax_resnet/resnet50.pir"), "--mesh", "data=1", "-o", str(d / "prog.bin")], check=True)
+    (d / "meta.json").write_text(json.dumps({"peak": "f32", "twin": "resnet50", "images": 8}))
     print(f"prepared {out}")
 
 
 def pjc_ms(d, device, steps):
+    """The median step (ms) and where the convolution steps ran."""
     trace = d / f"trace_{device}.json"
     subprocess.run([str(d / "prog.bin"), "--device", device, "--inputs", str(d / "inputs.safetensors"), "--output", str(d / f"out_{device}.safetensors"),
                     "--steps", str(steps), "--log-every", str(steps), "--trace", str(trace)], check=True, capture_output=True)
@@ -171,25 +259,35 @@ def pjc_ms(d, device, steps):
     ev = t["traceEvents"] if isinstance(t, dict) else t
     steps = sorted((e for e in ev if e.get("cat") == "step"), key=lambda e: e["ts"])
     kept = steps[1:] if len(steps) > 1 else steps
-    return statistics.median(e["dur"] / 1e3 for e in kept)
+    convs = [e for e in ev if e.get("name") == "convolution"]
+    route = ""
+    if convs:
+        on = sum(e.get("cat") == "cudnn" for e in convs)
+        route = f"; convolutions: {on} of {len(convs)} steps on cuDNN" if device == "cuda" else ""
+    return statistics.median(e["dur"] / 1e3 for e in kept), route
 
 
 def run(a):
     root = Path(a.dir)
     lines = []
     device_kind = None
-    for name in list(PROGRAMS) + ["gpt_block"]:
+    for name in list(PROGRAMS) + ["gpt_block", "resnet50"]:
         d = root / name
-        if not (d / "prog.bin").exists():
+        if not (d / "prog.bin").exists() or (a.only and name not in a.only.split(",")):
             continue
         meta = json.loads((d / "meta.json").read_text())
-        if "inputs" in meta and not (d / "inputs.safetensors").exists():
-            write_constant_safetensors(d / "inputs.safetensors", {k: tuple(v) for k, v in meta["inputs"].items()})
-        ours = pjc_ms(d, a.device, a.steps)
         env = dict(os.environ)
         if a.device == "cpu":
             env["JAX_PLATFORMS"] = "cpu"
-        if meta.get("twin") == "gpt_block":
+        if "inputs" in meta and not (d / "inputs.safetensors").exists():
+            write_constant_safetensors(d / "inputs.safetensors", {k: tuple(v) for k, v in meta["inputs"].items()})
+        if meta.get("twin") == "resnet50" and not (d / "inputs.safetensors").exists():
+            subprocess.run([a.python, "-c", RESNET_TWIN, "inputs", str(d)], check=True, env=env)
+        ours, route = pjc_ms(d, a.device, a.steps)
+        if meta.get("twin") == "resnet50":
+            j = json.loads(subprocess.run([a.python, "-c", RESNET_TWIN, "time", str(d), str(a.steps)], check=True, capture_output=True, text=True, env=env).stdout)
+            meta["flop"] = j["flop"]
+        elif meta.get("twin") == "gpt_block":
             j = json.loads(subprocess.run([a.python, str(d / "jax_block.py"), str(d), str(a.steps)], check=True, capture_output=True, text=True, env=env).stdout)
         else:
             j = json.loads(subprocess.run([a.python, "-c", JAX_TWIN, name, str(a.steps)], check=True, capture_output=True, text=True, env=env).stdout)
@@ -206,7 +304,10 @@ def run(a):
             frac = f"{j['ms'] / ours:.2f} of XLA's rate"
             if peak:
                 frac += f"; MFU {meta['flop'] / ours / 1e-3 / peak[meta['peak']]:.2f} of {meta['peak']} peak"
-        extra = f", {meta['tokens'] / ours * 1e3:.0f} tokens/s" if "tokens" in meta else ""
+        extra = f", {meta['tokens'] / ours * 1e3:.0f} tokens/s (JAX {meta['tokens'] / j['ms'] * 1e3:.0f})" if "tokens" in meta else ""
+        if "images" in meta:
+            extra = f", {meta['images'] / ours * 1e3:.1f} images/s (JAX {meta['images'] / j['ms'] * 1e3:.1f})"
+        frac += route
         lines.append(f"| {name} | {ours:.3f} | {j['ms']:.3f} | {ours / j['ms']:.2f} | {rate}{extra} | {frac} |")
         print(lines[-1], flush=True)
     head = [f"Speed on {device_kind or a.device} ({time.strftime('%Y-%m-%d')}, `scripts/gpu_perf.py run --device {a.device}`): "
@@ -217,6 +318,16 @@ def run(a):
         with open(a.out, "a") as f:
             f.write("\n" + text)
     print(text)
+
+
+def routes(a):
+    """How many convolution steps of a CUDA trace ran on cuDNN (of `want` the plan routes there)."""
+    t = json.loads(Path(a.trace).read_text())
+    ev = t["traceEvents"] if isinstance(t, dict) else t
+    convs = [e for e in ev if e.get("name") == "convolution"]
+    on = sum(e.get("cat") == "cudnn" for e in convs)
+    verdict = "as planned" if on == a.want else ("libcudnn did not load: the device kernels ran" if on == 0 else "some fell back to their device kernels")
+    print(f"\ncuDNN: {on} of {len(convs)} convolution steps ran on cuDNN, {a.want} planned ({verdict}).")
 
 
 def main():
@@ -231,8 +342,12 @@ def main():
     r.add_argument("--python", default=sys.executable, help="a Python with jax (for CUDA on the GPU machine)")
     r.add_argument("--steps", type=int, default=10)
     r.add_argument("--out")
+    r.add_argument("--only", help="comma-separated benchmark names (default: all prepared)")
+    q = sub.add_parser("routes")
+    q.add_argument("trace")
+    q.add_argument("want", type=int)
     a = ap.parse_args()
-    prepare(a) if a.cmd == "prepare" else run(a)
+    {"prepare": prepare, "run": run, "routes": routes}[a.cmd](a)
 
 
 if __name__ == "__main__":
