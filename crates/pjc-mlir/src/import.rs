@@ -471,26 +471,14 @@ impl Importer {
             .map(|s| strings(s).pop().unwrap_or_default())
             .unwrap_or_default();
         let spmd = f.attrs.contains_key("pir.spmd");
-        let arg_attrs: Vec<Vec<(String, String)>> = f
-            .attrs
-            .get("arg_attrs")
-            .map(|s| {
-                split_top(s.trim().trim_start_matches('[').trim_end_matches(']'))
-                    .iter()
-                    .map(|d| dict(d))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let res_attrs: Vec<Vec<(String, String)>> = f
-            .attrs
-            .get("res_attrs")
-            .map(|s| {
-                split_top(s.trim().trim_start_matches('[').trim_end_matches(']'))
-                    .iter()
-                    .map(|d| dict(d))
-                    .collect()
-            })
-            .unwrap_or_default();
+        // `[{pir.name = "x"}, ...]`: one dictionary per argument or result.
+        let dicts = |key: &str| -> Vec<Vec<(String, String)>> {
+            f.attrs
+                .get(key)
+                .map(|s| split_top(s.trim().trim_start_matches('[').trim_end_matches(']')).iter().map(|d| dict(d)).collect())
+                .unwrap_or_default()
+        };
+        let (arg_attrs, res_attrs) = (dicts("arg_attrs"), dicts("res_attrs"));
         let get = |a: &[Vec<(String, String)>], i: usize, k: &str| {
             a.get(i)
                 .and_then(|d| d.iter().find(|(n, _)| n == k))

@@ -255,6 +255,11 @@ fn run_bytes(groups: &[Group], inst: &InstData, input: &[u8], in_ty: &TensorType
             return Ok(input.to_vec());
         };
         let combine = |recv: &[u8], piece: usize, piece_shape: Vec<usize>| -> Result<Vec<u8>, RuntimeError> {
+            // f32/f64: folded straight from the received bytes (the same bits).
+            let mut out = vec![0u8; piece];
+            if pjc_tensor::combine_le_into(kind, in_ty.dtype, recv, n, &mut out) {
+                return Ok(out);
+            }
             let parts: Vec<Tensor> = recv
                 .chunks(piece)
                 .map(|b| Tensor::new(piece_shape.clone(), pjc_tensor::buf_from_le_bytes(in_ty.dtype, b).expect("whole elements")))
@@ -270,11 +275,19 @@ fn run_bytes(groups: &[Group], inst: &InstData, input: &[u8], in_ty: &TensorType
                 let elems = in_ty.num_elements() as usize;
                 let c = elems.div_ceil(n);
                 let piece = c * es;
-                let mut send = input.to_vec();
-                send.resize(n * piece, 0);
+                // Padded only when the pieces do not divide the array.
+                let padded;
+                let send: &[u8] = if input.len() == n * piece {
+                    input
+                } else {
+                    let mut p = input.to_vec();
+                    p.resize(n * piece, 0);
+                    padded = p;
+                    &padded
+                };
                 check_count(send.len())?;
                 let mut recv = vec![0u8; n * piece];
-                comm.all_to_all_into(&send[..], &mut recv[..]);
+                comm.all_to_all_into(send, &mut recv[..]);
                 let mine = combine(&recv, piece, vec![c])?;
                 let mut all = vec![0u8; n * piece];
                 comm.all_gather_into(&mine[..], &mut all[..]);

@@ -16,7 +16,7 @@ mod dot;
 mod reduce;
 mod sort;
 mod window;
-pub use collective::combine;
+pub use collective::{combine, combine_le_into};
 pub use conv::{conv_geometry, conv_output_shape, convolution, parse_conv_dims, ConvDims, ConvGeometry};
 pub use dot::dot_general;
 pub use reduce::{argmax, argmin, reduce};
