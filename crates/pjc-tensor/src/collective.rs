@@ -71,31 +71,65 @@ pub fn combine_le_into(kind: ReduceKind, dtype: DType, recv: &[u8], n: usize, ou
     true
 }
 
-fn fold_le(dtype: DType, recv: &[u8], n: usize, out: &mut [u8], f: impl Fn(f64, f64) -> f64) {
+/// An element type the byte path folds: read from and written to its
+/// little-endian bytes, through f64.
+trait LeFloat {
+    const SIZE: usize;
+    fn load(b: &[u8]) -> f64;
+    fn store(v: f64, b: &mut [u8]);
+}
+
+impl LeFloat for f32 {
+    const SIZE: usize = 4;
+    #[inline(always)]
+    fn load(b: &[u8]) -> f64 {
+        f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64
+    }
+    #[inline(always)]
+    fn store(v: f64, b: &mut [u8]) {
+        b.copy_from_slice(&(v as f32).to_le_bytes());
+    }
+}
+
+impl LeFloat for f64 {
+    const SIZE: usize = 8;
+    #[inline(always)]
+    fn load(b: &[u8]) -> f64 {
+        f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+    }
+    #[inline(always)]
+    fn store(v: f64, b: &mut [u8]) {
+        b.copy_from_slice(&v.to_le_bytes());
+    }
+}
+
+fn fold_le(dtype: DType, recv: &[u8], n: usize, out: &mut [u8], f: impl Fn(f64, f64) -> f64 + Copy) {
+    match dtype {
+        DType::F32 => fold_as::<f32>(recv, n, out, f),
+        _ => fold_as::<f64>(recv, n, out, f),
+    }
+}
+
+fn fold_as<T: LeFloat>(recv: &[u8], n: usize, out: &mut [u8], f: impl Fn(f64, f64) -> f64) {
     const BLOCK: usize = 2048;
+    let es = T::SIZE;
     let piece = out.len();
     let mut acc = [0f64; BLOCK];
-    let (es, get): (usize, fn(&[u8]) -> f64) = match dtype {
-        DType::F32 => (4, |b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64),
-        _ => (8, |b| f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])),
-    };
     let elems = piece / es;
     let mut start = 0;
     while start < elems {
         let len = BLOCK.min(elems - start);
         let at = |k: usize| &recv[k * piece + start * es..k * piece + (start + len) * es];
         for (a, b) in acc[..len].iter_mut().zip(at(0).chunks_exact(es)) {
-            *a = get(b);
+            *a = T::load(b);
         }
         for k in 1..n {
             for (a, b) in acc[..len].iter_mut().zip(at(k).chunks_exact(es)) {
-                *a = f(*a, get(b));
+                *a = f(*a, T::load(b));
             }
         }
-        let o = &mut out[start * es..(start + len) * es];
-        match dtype {
-            DType::F32 => o.chunks_exact_mut(4).zip(&acc[..len]).for_each(|(o, &a)| o.copy_from_slice(&(a as f32).to_le_bytes())),
-            _ => o.chunks_exact_mut(8).zip(&acc[..len]).for_each(|(o, &a)| o.copy_from_slice(&a.to_le_bytes())),
+        for (o, &a) in out[start * es..(start + len) * es].chunks_exact_mut(es).zip(&acc[..len]) {
+            T::store(a, o);
         }
         start += len;
     }
