@@ -15,8 +15,10 @@
 //! (whose combining order depends on OpenMPI's algorithm selection): every
 //! device receives the group's pieces of the elements it is responsible for
 //! (`MPI_Alltoall`), combines them in group order with the interpreter's own
-//! `pjc_tensor::combine` (floats in f64 rounded once, integers wrapped once,
-//! pred as logic — also f16/bf16), and, for `all_reduce`, the reduced pieces
+//! rules (`pjc_tensor::combine`: floats in f64 rounded once, integers wrapped
+//! once, pred as logic — also f16/bf16; f32 and f64 through its byte path
+//! `combine_le_into`, the same bits without building tensors), and, for
+//! `all_reduce`, the reduced pieces
 //! are shared with `MPI_Allgather`. The result is bitwise the same run to run,
 //! for any process placement, and bitwise equal to `pjc eval`'s collectives.
 //! The traffic is that of a ring all-reduce (reduce-scatter + all-gather).
