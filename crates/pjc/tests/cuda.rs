@@ -7,6 +7,8 @@
 //! the GPU part was skipped. Also, on any machine: no example, benchmark or
 //! test program has a step the CUDA backend would run on the host.
 
+mod common;
+
 use pjc_plan::Step;
 use pjc_ir::Opcode;
 use pjc_runtime::backend::Backend;
@@ -136,17 +138,6 @@ fn cuda_backend_matches_the_reference() {
     }
 }
 
-fn pir_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else { return };
-    for e in rd.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            pir_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "pir") {
-            out.push(p);
-        }
-    }
-}
 
 /// Issue 15's rule: no op of the spec runs on the host on the CUDA path.
 /// Every program of the repository that plans (`--emit plan`) also plans for
@@ -158,7 +149,7 @@ fn no_program_has_a_host_step_on_the_cuda_path() {
     let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut files = vec![];
     for d in ["examples", "benches", "tests/numeric/cases", "tests/text", "tests/partition", "tests/spec", "fuzz/seeds/compile_plan"] {
-        pir_files(&root.join(d), &mut files);
+        common::pir_files(&root.join(d), &mut files);
     }
     files.sort();
     let pjc = env!("CARGO_BIN_EXE_pjc");

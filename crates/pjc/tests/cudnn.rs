@@ -9,22 +9,11 @@
 //! sizes, attributes and group counts are the program's, so the padding and
 //! stride arithmetic is exactly the program's.
 
-use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+mod common;
 
-fn pir_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in rd.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            pir_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "pir") {
-            out.push(p);
-        }
-    }
-}
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
 
 /// `f32[2,8,8,3]` as (dtype, shape).
 fn parse_type(t: &str) -> Option<(String, Vec<usize>)> {
@@ -210,7 +199,7 @@ fn every_repository_convolution_maps_onto_cudnn_like_the_reference() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut files = vec![];
     for d in ["examples", "benches", "tests"] {
-        pir_files(&root.join(d), &mut files);
+        common::pir_files(&root.join(d), &mut files);
     }
     files.sort();
     let pjc = env!("CARGO_BIN_EXE_pjc");

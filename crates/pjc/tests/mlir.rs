@@ -8,6 +8,8 @@
 //! `PJC_MLIR_OPT=PATH` names another). Without it the verification is skipped
 //! with a message, except under `CI=true`, where it fails.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -22,27 +24,13 @@ fn repo() -> PathBuf {
         .unwrap()
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<_> = rd.flatten().map(|e| e.path()).collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            walk(&p, out);
-        } else if p.extension().is_some_and(|e| e == "pir") {
-            out.push(p);
-        }
-    }
-}
 
 /// Every program, with the `--entry`/`--mesh` flags of its `// test:` header.
 fn programs() -> Vec<(PathBuf, Vec<String>)> {
     let root = repo();
     let mut files = vec![];
     for d in ["examples", "benches", "tests"] {
-        walk(&root.join(d), &mut files);
+        common::pir_files(&root.join(d), &mut files);
     }
     files
         .into_iter()

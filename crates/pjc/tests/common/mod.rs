@@ -133,3 +133,18 @@ pub fn dp_flags(dir: &std::path::Path, steps: u64, out: &str, extra: &[&str]) ->
     a.extend(extra.iter().map(|s| s.to_string()));
     a
 }
+
+/// Every `.pir` file under `dir`, recursively, in sorted path order (none
+/// when `dir` cannot be read).
+pub fn pir_files(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    let mut entries: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            pir_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "pir") {
+            out.push(p);
+        }
+    }
+}
