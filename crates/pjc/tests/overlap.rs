@@ -69,21 +69,10 @@ fn overlapped(trace: &Path, tid: u64) -> (f64, f64) {
     let ranks: std::collections::BTreeSet<u64> = events.iter().filter(|e| e["ph"] == "X").filter_map(|e| e["pid"].as_u64()).collect();
     let (mut coll, mut hidden) = (0.0f64, 0.0f64);
     for rank in ranks {
-        let of = |cats: &[&str], tid: u64| -> Vec<(f64, f64)> {
-            events
-                .iter()
-                .filter(|e| e["ph"] == "X" && e["pid"] == rank && e["tid"] == tid && cats.contains(&e["cat"].as_str().unwrap_or("")))
-                .map(|e| (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap()))
-                .collect()
-        };
-        let colls = of(&["collective"], tid);
+        let (colls, h) = common::collective_overlap(events, rank, tid);
         assert!(!colls.is_empty(), "rank {rank} has collectives on track {tid}");
-        // Compute events of one thread do not overlap each other.
-        let compute = of(&["kernel", "gemm", "library"], 0);
-        for &(s, e) in &colls {
-            coll += e - s;
-            hidden += compute.iter().map(|&(a, b)| (b.min(e) - a.max(s)).max(0.0)).sum::<f64>();
-        }
+        coll += colls.iter().map(|&(s, e)| e - s).sum::<f64>();
+        hidden += h;
     }
     (coll, hidden)
 }

@@ -148,3 +148,21 @@ pub fn pir_files(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
         }
     }
 }
+
+/// One rank's collective events of a `--trace` file's `traceEvents` on track
+/// `tid` (start, end, microseconds), and how many microseconds of them overlap
+/// the rank's compute (kernel, GEMM and library events of the step loop,
+/// track 0; compute events of one thread do not overlap each other).
+pub fn collective_overlap(events: &[serde_json::Value], rank: u64, tid: u64) -> (Vec<(f64, f64)>, f64) {
+    let of = |cats: &[&str], tid: u64| -> Vec<(f64, f64)> {
+        events
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["pid"] == rank && e["tid"] == tid && cats.contains(&e["cat"].as_str().unwrap_or("")))
+            .map(|e| (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap()))
+            .collect()
+    };
+    let colls = of(&["collective"], tid);
+    let compute = of(&["kernel", "gemm", "library"], 0);
+    let hidden = colls.iter().map(|&(s, e)| compute.iter().map(|&(a, b)| (b.min(e) - a.max(s)).max(0.0)).sum::<f64>()).sum();
+    (colls, hidden)
+}
