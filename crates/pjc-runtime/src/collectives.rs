@@ -253,14 +253,28 @@ thread_local! {
     static SCRATCH: std::cell::RefCell<(Vec<u8>, Vec<u8>)> = const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
 }
 
-/// `buf` at `len` bytes (contents unspecified: the caller overwrites them).
+/// The first `len` bytes of `buf`, grown to hold them (contents
+/// unspecified: the caller overwrites them).
 fn sized(buf: &mut Vec<u8>, len: usize) -> &mut [u8] {
-    if buf.len() != len {
-        buf.clear();
-        buf.shrink_to(len);
+    if buf.len() < len {
         buf.resize(len, 0);
     }
-    &mut buf[..]
+    &mut buf[..len]
+}
+
+/// Combines the `n` equal pieces laid end to end in `recv` into `mine` (one
+/// piece's bytes) by the interpreter's rules (`pjc_tensor::combine`; f32 and
+/// f64 straight from the bytes, the same bits).
+fn combine_into(kind: pjc_ir::ReduceKind, dtype: pjc_ir::DType, recv: &[u8], n: usize, mine: &mut [u8]) -> Result<(), RuntimeError> {
+    if pjc_tensor::combine_le_into(kind, dtype, recv, n, mine) {
+        return Ok(());
+    }
+    let shape = vec![mine.len() / dtype.size_bytes()];
+    let parts: Vec<Tensor> = recv.chunks(mine.len()).map(|b| Tensor::new(shape.clone(), pjc_tensor::buf_from_le_bytes(dtype, b).expect("whole elements"))).collect();
+    let refs: Vec<&Tensor> = parts.iter().collect();
+    let r = pjc_tensor::combine(kind, &refs).map_err(|e| RuntimeError::Internal(e.to_string()))?;
+    mine.copy_from_slice(&pjc_tensor::buf_to_le_bytes(&r.data));
+    Ok(())
 }
 
 /// [`run_into`] on raw places: straight into `output` when it does not
@@ -293,27 +307,42 @@ fn run_into(groups: &[Group], inst: &InstData, input: &[u8], in_ty: &TensorType,
     if inst.op == Opcode::AllReduce {
         let g = group(groups, &axes_of(inst))?;
         if let Some(comm) = &g.comm {
+            // Reduce-scatter over n equal pieces of the flat array (zero
+            // padded), then all-gather of the reduced pieces.
             let kind = inst.attr("kind").and_then(|a| a.as_ident()).and_then(pjc_ir::ReduceKind::from_name).unwrap_or(pjc_ir::ReduceKind::Sum);
             let (n, es) = (g.size, in_ty.dtype.size_bytes());
-            let elems = in_ty.num_elements() as usize;
-            let c = elems.div_ceil(n);
-            let piece = c * es;
-            if matches!(in_ty.dtype, pjc_ir::DType::F32 | pjc_ir::DType::F64) && input.len() == n * piece && output.len() == n * piece {
-                check_count(input.len())?;
-                return SCRATCH.with(|s| {
-                    let (recv, mine) = &mut *s.borrow_mut();
-                    comm.all_to_all_into(input, sized(recv, n * piece));
-                    let done = pjc_tensor::combine_le_into(kind, in_ty.dtype, &recv[..], n, sized(mine, piece));
-                    assert!(done, "f32/f64 pieces always combine from bytes");
-                    comm.all_gather_into(&mine[..], output);
-                    for b in [recv, mine] {
-                        if b.len() > KEEP_SCRATCH {
-                            *b = Vec::new();
-                        }
+            let piece = (in_ty.num_elements() as usize).div_ceil(n) * es;
+            // Padded only when the pieces do not divide the array.
+            let padded;
+            let send: &[u8] = if input.len() == n * piece {
+                input
+            } else {
+                let mut p = input.to_vec();
+                p.resize(n * piece, 0);
+                padded = p;
+                &padded
+            };
+            check_count(send.len())?;
+            return SCRATCH.with(|s| {
+                let (recv, mine) = &mut *s.borrow_mut();
+                let r = sized(recv, n * piece);
+                comm.all_to_all_into(send, &mut r[..]);
+                let m = sized(mine, piece);
+                combine_into(kind, in_ty.dtype, r, n, m)?;
+                if output.len() == n * piece {
+                    comm.all_gather_into(&m[..], output);
+                } else {
+                    let mut all = vec![0u8; n * piece];
+                    comm.all_gather_into(&m[..], &mut all[..]);
+                    output.copy_from_slice(&all[..output.len()]);
+                }
+                for b in [recv, mine] {
+                    if b.len() > KEEP_SCRATCH {
+                        *b = Vec::new();
                     }
-                    Ok(())
-                });
-            }
+                }
+                Ok(())
+            });
         }
     }
     let out = run_vec(groups, inst, input, in_ty, out_ty)?;
@@ -336,53 +365,18 @@ fn run_vec(groups: &[Group], inst: &InstData, input: &[u8], in_ty: &TensorType, 
             // One member: every collective is the identity.
             return Ok(input.to_vec());
         };
-        let combine = |recv: &[u8], piece: usize, piece_shape: Vec<usize>| -> Result<Vec<u8>, RuntimeError> {
-            // f32/f64: folded straight from the received bytes (the same bits).
-            let mut out = vec![0u8; piece];
-            if pjc_tensor::combine_le_into(kind, in_ty.dtype, recv, n, &mut out) {
-                return Ok(out);
-            }
-            let parts: Vec<Tensor> = recv
-                .chunks(piece)
-                .map(|b| Tensor::new(piece_shape.clone(), pjc_tensor::buf_from_le_bytes(in_ty.dtype, b).expect("whole elements")))
-                .collect();
-            let refs: Vec<&Tensor> = parts.iter().collect();
-            let r = pjc_tensor::combine(kind, &refs).map_err(|e| RuntimeError::Internal(e.to_string()))?;
-            Ok(pjc_tensor::buf_to_le_bytes(&r.data))
-        };
         match op {
-            Opcode::AllReduce => {
-                // Reduce-scatter over n equal pieces of the flat array (zero
-                // padded), then all-gather of the reduced pieces.
-                let elems = in_ty.num_elements() as usize;
-                let c = elems.div_ceil(n);
-                let piece = c * es;
-                // Padded only when the pieces do not divide the array.
-                let padded;
-                let send: &[u8] = if input.len() == n * piece {
-                    input
-                } else {
-                    let mut p = input.to_vec();
-                    p.resize(n * piece, 0);
-                    padded = p;
-                    &padded
-                };
-                check_count(send.len())?;
-                let mut recv = vec![0u8; n * piece];
-                comm.all_to_all_into(send, &mut recv[..]);
-                let mine = combine(&recv, piece, vec![c])?;
-                let mut all = vec![0u8; n * piece];
-                comm.all_gather_into(&mine[..], &mut all[..]);
-                all.truncate(elems * es);
-                Ok(all)
-            }
+            // `run_into` runs every all-reduce of a group of several.
+            Opcode::AllReduce => Err(RuntimeError::Internal("all-reduce outside run_into".into())),
             Opcode::ReduceScatter => {
                 let dim = int("dim") as usize;
                 let send = pack_chunks(input, &in_shape, dim, n, es);
                 check_count(send.len())?;
                 let mut recv = vec![0u8; n * out_bytes];
                 comm.all_to_all_into(&send[..], &mut recv[..]);
-                combine(&recv, out_bytes, shape(out_ty))
+                let mut mine = vec![0u8; out_bytes];
+                combine_into(kind, in_ty.dtype, &recv, n, &mut mine)?;
+                Ok(mine)
             }
             Opcode::AllGather => {
                 let dim = int("dim") as usize;
@@ -441,11 +435,11 @@ impl pjc_host::StepHooks for MpiCollectives<'_> {
             let r = match self.worker.is_none() {
                 // SAFETY: the caller's contract, passed on.
                 true => unsafe { run_at(&self.groups.0, inst, Place(input as *mut u8, in_len), in_ty, out_ty, Place(output, out_len)) },
+                // SAFETY: the caller's contract; on the collectives thread,
+                // after its earlier collectives (one queue), waited for here.
                 false => {
-                    // SAFETY: the caller's contract; the worker's earlier
-                    // collectives finish before this one (one queue).
-                    let out = self.run_bytes(inst, unsafe { std::slice::from_raw_parts(input, in_len) }, in_ty, out_ty);
-                    out.and_then(|out| unsafe { pjc_host::put_result(inst, out_ty, &out, output, out_len) }.map_err(RuntimeError::Internal))
+                    let t = unsafe { self.submit(inst, input, in_len, in_ty, out_ty, output, out_len) };
+                    self.wait(t).map(|_| ())
                 }
             };
             r.map_err(|e| pjc_host::HostError::Runtime(e.to_string()))?;
